@@ -1,0 +1,237 @@
+/*
+ * flashspec — the last step of LLM decoding in one pass over the vocabulary.
+ *
+ * LM-head projection, exact sampling, greedy-draft argmax and speculative
+ * verify/resample, computed as one scan over the vocabulary that never writes
+ * logits, probabilities or residual distributions to memory.
+ *
+ * Conventions (shared by every function below):
+ *  - Every function returns an fs_status.  fs_status_string() names it and
+ *    fs_context_last_error() gives a detailed message for the last failure.
+ *  - A context owns a device (CPU or one CUDA GPU) and a stream.  Ops never
+ *    allocate and never synchronize the host: scratch memory is a
+ *    caller-provided workspace whose size is queried first, so CUDA ops can be
+ *    captured in a CUDA graph.
+ *  - Pointers are host pointers for a CPU context and device pointers for a
+ *    CUDA context (all of them: inputs, per-request parameters and outputs).
+ *  - Arguments the host can see (NULL pointers, sizes, dtypes, workspace size)
+ *    are validated before any work; a failure returns an error status and
+ *    writes nothing.
+ *  - Values that live in (possibly device) arrays -- temperatures, draft ids,
+ *    draft offsets, non-finite logits, rows whose every token is masked -- are
+ *    checked per row where the data lives.  A bad row gets a non-zero
+ *    fs_row_status in out_row_status and sentinel outputs (token -1, logprob
+ *    NaN, zero emitted); the other rows of the batch are computed normally.
+ *    A CPU context also returns FS_ERR_INVALID_ROWS for such a call (a CUDA
+ *    context cannot know without synchronizing, so it returns FS_OK).
+ *  - Layouts: LM head [V, D] row-major (as nn.Linear stores it); hidden states
+ *    [rows, D] row-major; logits [rows, V]; token ids int32.
+ *
+ * Randomness: counter-based Philox4x32-10.  Every random number is a pure
+ * function of (seed, offset, position within the request, token id, purpose),
+ * never of the batch, the tile, the backend or the GPU count, so a request
+ * gets the same tokens whatever batch it is in (up to floating-point
+ * near-ties of the logits between backends).
+ *
+ * Sampling law: for a row with temperature T > 0, additive bias b and allowed
+ * set A, the scores are s_i = (l_i + b_i) * (1/T) for i in A and -inf
+ * otherwise, and P(token = i) = softmax(s)_i exactly (Gumbel-max).  T = 0 is
+ * greedy: the argmax of l + b over A, lowest token id on ties.  A logit of
+ * -inf means probability zero; NaN or +inf on an allowed token makes the row
+ * FS_ROW_NONFINITE.
+ */
+#ifndef FLASHSPEC_H
+#define FLASHSPEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FS_VERSION_MAJOR 0
+#define FS_VERSION_MINOR 1
+#define FS_VERSION_PATCH 0
+#define FS_VERSION ((FS_VERSION_MAJOR * 10000) + (FS_VERSION_MINOR * 100) + FS_VERSION_PATCH)
+
+#if defined(_WIN32)
+#define FS_API
+#else
+#define FS_API __attribute__((visibility("default")))
+#endif
+
+/* Version the library was built as (FS_VERSION of its header). */
+FS_API int fs_version(void);
+
+typedef enum fs_status {
+    FS_OK = 0,
+    FS_ERR_NULL_POINTER = 1,       /* a required pointer was NULL */
+    FS_ERR_INVALID_SIZE = 2,       /* a size was zero, negative or inconsistent */
+    FS_ERR_INVALID_ARGUMENT = 3,   /* an enum or other argument out of range */
+    FS_ERR_WORKSPACE_TOO_SMALL = 4,
+    FS_ERR_INVALID_ROWS = 5,       /* CPU only: some rows failed; see out_row_status */
+    FS_ERR_UNSUPPORTED = 6,        /* backend or feature not built / not available */
+    FS_ERR_NO_DEVICE = 7,          /* no usable CUDA device */
+    FS_ERR_CUDA = 8,               /* a CUDA runtime call failed */
+    FS_ERR_NCCL = 9,               /* an NCCL call failed */
+    FS_ERR_OUT_OF_MEMORY = 10      /* context creation could not allocate */
+} fs_status;
+
+/* Per-row (per-request for verify) outcome written to out_row_status. */
+typedef enum fs_row_status {
+    FS_ROW_OK = 0,
+    FS_ROW_BAD_TEMPERATURE = 1, /* temperature NaN, infinite, negative, or in (0, FLT_MIN) */
+    FS_ROW_BAD_DRAFT = 2,       /* a draft token id outside [0, V) */
+    FS_ROW_BAD_OFFSETS = 3,     /* draft offsets not monotone, not ending at num_draft_tokens,
+                                   or a request with more than max_drafts drafts */
+    FS_ROW_NONFINITE = 4,       /* an allowed token's logit (or logit + bias) was NaN or +inf */
+    FS_ROW_ALL_MASKED = 5       /* no token of the row is allowed */
+} fs_row_status;
+
+FS_API const char *fs_status_string(fs_status status);
+FS_API const char *fs_row_status_string(int32_t row_status);
+
+typedef enum fs_dtype {
+    FS_DTYPE_F32 = 0,
+    FS_DTYPE_F16 = 1,
+    FS_DTYPE_BF16 = 2
+} fs_dtype;
+
+typedef enum fs_device_kind {
+    FS_DEVICE_CPU = 0,
+    FS_DEVICE_CUDA = 1
+} fs_device_kind;
+
+typedef struct fs_context fs_context;
+
+/* 1 when the library was built with CUDA and at least one GPU is visible. */
+FS_API int fs_cuda_available(void);
+
+/* Create a context on the CPU (device_ordinal ignored) or on CUDA device
+ * device_ordinal, using the default stream until fs_context_set_stream. */
+FS_API fs_status fs_context_create(fs_context **out_ctx, fs_device_kind kind, int device_ordinal);
+FS_API void fs_context_destroy(fs_context *ctx);
+/* cuda_stream is a cudaStream_t (NULL = the legacy default stream). */
+FS_API fs_status fs_context_set_stream(fs_context *ctx, void *cuda_stream);
+FS_API fs_device_kind fs_context_device(const fs_context *ctx);
+/* Detailed message for the last failed call on ctx ("" if none). */
+FS_API const char *fs_context_last_error(const fs_context *ctx);
+
+/* Tensor parallelism: this context's LM head (and logits) hold the tokens
+ * [vocab_offset, vocab_offset + V_local) of a vocabulary of global_vocab_size
+ * tokens.  Token ids in inputs and outputs are global.  nccl_comm is an
+ * ncclComm_t over which every rank of the shard group calls the same op with
+ * the same rows and parameters; each rank then receives identical outputs.
+ * Pass nccl_comm = NULL, vocab_offset = 0, global_vocab_size = 0 to detach.
+ * Needs a CUDA context built with NCCL. */
+FS_API fs_status fs_context_set_vocab_shard(fs_context *ctx, void *nccl_comm,
+                                            int64_t vocab_offset, int64_t global_vocab_size);
+
+/* The LM head (or this rank's shard of it). */
+typedef struct fs_lm_head {
+    const void *weight;  /* [vocab_size, hidden_dim] row-major */
+    int64_t vocab_size;  /* rows of weight (tokens held by this context) */
+    int64_t hidden_dim;
+    fs_dtype dtype;      /* dtype of weight and of the hidden states */
+} fs_lm_head;
+
+/* Per-request sampling parameters.  For sample and draft argmax a request is
+ * one row; for verify a request owns n_r + 1 target rows. */
+typedef struct fs_sampling {
+    const float *temperature;  /* [requests], required; 0 = greedy */
+    const uint64_t *seed;      /* [requests], required (ignored by greedy rows) */
+    const uint64_t *offset;    /* [requests], optional (NULL = all 0): the decode step */
+    const float *logit_bias;   /* [rows, V_global] added to the logits, optional */
+    const uint32_t *allowed;   /* [rows, ceil(V_global/32)] bitmask, bit (i%32) of word
+                                  i/32 set = token i allowed; optional (NULL = all) */
+} fs_sampling;
+
+/* ---- sample: one token per row, exactly from softmax((l + b) / T) ------ */
+
+FS_API fs_status fs_sample_workspace_size(const fs_context *ctx, int64_t rows,
+                                          int64_t vocab_size, size_t *out_bytes);
+
+/* hidden [rows, D] in head->dtype.  out_tokens [rows]; out_logprobs [rows]
+ * (optional, log-probability of the token under the sampled distribution;
+ * under softmax(l + b) for greedy rows); out_row_status [rows]. */
+FS_API fs_status fs_sample(fs_context *ctx, const fs_lm_head *head, const void *hidden,
+                           int64_t rows, const fs_sampling *params,
+                           void *workspace, size_t workspace_bytes,
+                           int32_t *out_tokens, float *out_logprobs, int32_t *out_row_status);
+
+/* Same, over logits [rows, vocab_size] already in memory. */
+FS_API fs_status fs_sample_logits(fs_context *ctx, const void *logits, fs_dtype dtype,
+                                  int64_t rows, int64_t vocab_size, const fs_sampling *params,
+                                  void *workspace, size_t workspace_bytes,
+                                  int32_t *out_tokens, float *out_logprobs,
+                                  int32_t *out_row_status);
+
+/* ---- draft argmax: greedy token and its logit per row ------------------ */
+
+FS_API fs_status fs_draft_argmax_workspace_size(const fs_context *ctx, int64_t rows,
+                                                int64_t vocab_size, size_t *out_bytes);
+
+/* out_tokens [rows]: argmax of the logits, lowest id on ties; out_logits
+ * [rows] (optional): that logit; out_row_status [rows]. */
+FS_API fs_status fs_draft_argmax(fs_context *ctx, const fs_lm_head *head, const void *hidden,
+                                 int64_t rows, void *workspace, size_t workspace_bytes,
+                                 int32_t *out_tokens, float *out_logits, int32_t *out_row_status);
+
+FS_API fs_status fs_draft_argmax_logits(fs_context *ctx, const void *logits, fs_dtype dtype,
+                                        int64_t rows, int64_t vocab_size,
+                                        void *workspace, size_t workspace_bytes,
+                                        int32_t *out_tokens, float *out_logits,
+                                        int32_t *out_row_status);
+
+/* ---- verify: greedy-draft speculative decoding --------------------------
+ *
+ * Request r has n_r = draft_offsets[r+1] - draft_offsets[r] draft tokens
+ * draft_tokens[draft_offsets[r] .. draft_offsets[r+1]) and owns n_r + 1 target
+ * rows, stored consecutively from row draft_offsets[r] + r: row j holds the
+ * target model's hidden state (or logits) at draft position j, row n_r the
+ * bonus position.  Total target rows = num_draft_tokens + num_requests.
+ *
+ * For each request, drafts are accepted left to right: at T > 0 draft x is
+ * accepted iff u <= p(x) (u uniform, p the target at that position); at T = 0
+ * iff x is the target argmax.  The first rejection emits a token from the
+ * residual distribution (the target with x removed; at T = 0 the argmax); if
+ * every draft is accepted, a bonus token is sampled from the last row.  The
+ * emitted sequence has exactly the law of sampling token by token from the
+ * target.  logit_bias and allowed are indexed by target row.
+ */
+typedef struct fs_drafts {
+    int64_t num_requests;
+    int64_t num_draft_tokens;      /* = draft_offsets[num_requests] */
+    int64_t max_drafts;            /* bound on every n_r; output row stride is max_drafts + 1 */
+    const int32_t *draft_tokens;   /* [num_draft_tokens] */
+    const int32_t *draft_offsets;  /* [num_requests + 1], draft_offsets[0] = 0 */
+} fs_drafts;
+
+FS_API fs_status fs_verify_workspace_size(const fs_context *ctx, int64_t num_requests,
+                                          int64_t num_draft_tokens, int64_t vocab_size,
+                                          size_t *out_bytes);
+
+/* target_hidden [num_draft_tokens + num_requests, D].  Outputs per request r:
+ * out_tokens[r * (max_drafts + 1) + k] for k < out_num_emitted[r] are the
+ * accepted drafts followed by one recovered or bonus token, the rest -1;
+ * out_logprobs (optional) alike, target log-probabilities, NaN padded;
+ * out_num_emitted[r] = accepted + 1 (0 for a bad request); out_row_status[r]. */
+FS_API fs_status fs_verify(fs_context *ctx, const fs_lm_head *head, const void *target_hidden,
+                           const fs_drafts *drafts, const fs_sampling *params,
+                           void *workspace, size_t workspace_bytes,
+                           int32_t *out_tokens, int32_t *out_num_emitted,
+                           float *out_logprobs, int32_t *out_row_status);
+
+FS_API fs_status fs_verify_logits(fs_context *ctx, const void *target_logits, fs_dtype dtype,
+                                  int64_t vocab_size, const fs_drafts *drafts,
+                                  const fs_sampling *params,
+                                  void *workspace, size_t workspace_bytes,
+                                  int32_t *out_tokens, int32_t *out_num_emitted,
+                                  float *out_logprobs, int32_t *out_row_status);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FLASHSPEC_H */

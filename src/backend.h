@@ -1,0 +1,75 @@
+/* The internal interface between the public ops and the backends.
+ *
+ * Every public op validates what the host can see, then describes itself as
+ * one fs_op_args -- which input (fused LM head or logits), which rows, which
+ * finalizer -- and hands it to the context's backend.  A backend implements
+ * the single vocabulary-scan engine once and switches only on the finalizer. */
+#ifndef FS_BACKEND_H
+#define FS_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "flashspec.h"
+
+typedef enum fs_op {
+    FS_OP_SAMPLE = 0,
+    FS_OP_ARGMAX = 1,
+    FS_OP_VERIFY = 2
+} fs_op;
+
+typedef struct fs_op_args {
+    fs_op op;
+    /* input: either a fused LM head + hidden states, or logits */
+    const fs_lm_head *head;   /* NULL for the *_logits variants */
+    const void *hidden;       /* [rows, D] */
+    const void *logits;       /* [rows, vocab_size] */
+    fs_dtype logits_dtype;
+    int64_t vocab_size;       /* tokens held by this context (the shard) */
+    int64_t vocab_offset;     /* global id of the first token held here */
+    int64_t global_vocab;     /* size of the whole vocabulary */
+    int64_t rows;             /* scanned rows (verify: num_draft_tokens + num_requests) */
+    const fs_sampling *params; /* NULL for argmax */
+    const fs_drafts *drafts;   /* verify only */
+    void *workspace;
+    size_t workspace_bytes;
+    int32_t *out_tokens;
+    float *out_values;         /* logprobs (sample, verify) or logits (argmax); optional */
+    int32_t *out_num_emitted;  /* verify only */
+    int32_t *out_row_status;
+} fs_op_args;
+
+struct fs_context {
+    fs_device_kind kind;
+    int device;
+    void *stream;
+    void *nccl_comm;
+    int64_t vocab_offset;
+    int64_t global_vocab; /* 0 = not sharded */
+    int sm_count;
+    int cc_major, cc_minor;
+    char last_error[512];
+};
+
+/* Record a formatted message as ctx's last error and return status. */
+fs_status fs_fail(fs_context *ctx, fs_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Workspace bytes a backend needs for `rows` scanned rows, `requests`
+ * requests (= rows except for verify) and a local vocabulary of vocab_size. */
+size_t fs_cpu_workspace_bytes(fs_op op, int64_t rows, int64_t requests, int64_t vocab_size);
+fs_status fs_cpu_run(fs_context *ctx, const fs_op_args *a);
+
+#ifdef FS_HAVE_CUDA
+size_t fs_cuda_workspace_bytes(const fs_context *ctx, fs_op op, int64_t rows, int64_t requests,
+                               int64_t vocab_size);
+fs_status fs_cuda_run(fs_context *ctx, const fs_op_args *a);
+/* Context lifetime hooks: query the device (sm count, capability). */
+fs_status fs_cuda_context_init(fs_context *ctx, int device_ordinal);
+int fs_cuda_device_count(void);
+#endif
+
+#endif

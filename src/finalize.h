@@ -1,0 +1,175 @@
+/* Per-op finalizers over merged records, and the per-request checks and row
+ * descriptors that precede a scan.  Shared verbatim by the CPU backend and the
+ * CUDA kernels, so both backends make the same decisions from the same
+ * records. */
+#ifndef FS_FINALIZE_H
+#define FS_FINALIZE_H
+
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "flashspec.h"
+#include "fs_hd.h"
+#include "philox.h"
+#include "record.h"
+
+FS_HD int32_t fs_temperature_status(float t)
+{
+    if (!(t >= 0.0f) || t == INFINITY || (t > 0.0f && t < FLT_MIN))
+        return FS_ROW_BAD_TEMPERATURE;
+    return FS_ROW_OK;
+}
+
+FS_HD fs_row_desc fs_row_desc_make(float temperature, uint64_t seed, uint64_t offset,
+                                   uint32_t position, int32_t excluded, int32_t selected,
+                                   int32_t request)
+{
+    fs_row_desc d;
+    int greedy = temperature == 0.0f;
+    d.inv_temp = greedy ? 1.0f : 1.0f / temperature;
+    d.flags = FS_ROWF_VALID | (greedy ? FS_ROWF_GREEDY : 0u);
+    d.seed = seed;
+    d.offset = offset;
+    d.position = position;
+    d.excluded = excluded;
+    d.selected = selected;
+    d.request = request;
+    return d;
+}
+
+/* A row descriptor that the scan skips and the finalizers never read. */
+FS_HD fs_row_desc fs_row_desc_skip(void)
+{
+    fs_row_desc d = fs_row_desc_make(1.0f, 0, 0, 0, -1, -1, -1);
+    d.flags = 0;
+    return d;
+}
+
+/* Status of a row whose scan finished: the record decides. */
+FS_HD int32_t fs_record_status(const fs_record *r)
+{
+    if (r->flags & FS_REC_NONFINITE)
+        return FS_ROW_NONFINITE;
+    if (r->max_id < 0)
+        return FS_ROW_ALL_MASKED;
+    return FS_ROW_OK;
+}
+
+/* sample: the Gumbel-max winner (argmax for greedy rows) and its logprob. */
+FS_HD void fs_finalize_sample(const fs_record *r, const fs_row_desc *d, int32_t *token,
+                              float *logprob, int32_t *status)
+{
+    int32_t st = (d->flags & FS_ROWF_VALID) ? fs_record_status(r) : *status;
+    if (st != FS_ROW_OK) {
+        *token = -1;
+        if (logprob)
+            *logprob = NAN;
+        *status = st;
+        return;
+    }
+    int greedy = (d->flags & FS_ROWF_GREEDY) != 0;
+    *token = greedy ? r->max_id : r->best_id;
+    if (logprob)
+        *logprob = (greedy ? r->max_s : r->best_s) - fs_record_lse(r);
+    *status = FS_ROW_OK;
+}
+
+/* draft argmax: the greedy token and its logit. */
+FS_HD void fs_finalize_argmax(const fs_record *r, int32_t *token, float *logit, int32_t *status)
+{
+    int32_t st = fs_record_status(r);
+    *status = st;
+    *token = st == FS_ROW_OK ? r->max_id : -1;
+    if (logit)
+        *logit = st == FS_ROW_OK ? r->max_s : NAN;
+}
+
+/* Checks on one verify request that need only the draft arrays (done on the
+ * device for a CUDA context).  Any request fails if the offsets as a whole are
+ * malformed at either end, so a malformed layout never maps rows wrongly. */
+FS_HD int32_t fs_verify_request_status(const int32_t *offsets, const int32_t *drafts,
+                                       int64_t r, int64_t num_requests,
+                                       int64_t num_draft_tokens, int64_t max_drafts,
+                                       int64_t global_vocab, float temperature)
+{
+    if (offsets[0] != 0 || (int64_t)offsets[num_requests] != num_draft_tokens)
+        return FS_ROW_BAD_OFFSETS;
+    int64_t begin = offsets[r], end = offsets[r + 1];
+    if (begin < 0 || end < begin || end > num_draft_tokens || end - begin > max_drafts)
+        return FS_ROW_BAD_OFFSETS;
+    for (int64_t i = begin; i < end; ++i)
+        if (drafts[i] < 0 || (int64_t)drafts[i] >= global_vocab)
+            return FS_ROW_BAD_DRAFT;
+    return fs_temperature_status(temperature);
+}
+
+/* Row descriptor of target row j of a valid verify request: the draft at j is
+ * both the token whose probability is needed and the one removed from the
+ * recovery candidate; the bonus row (j == n) has neither. */
+FS_HD fs_row_desc fs_verify_row_desc(const int32_t *request_drafts, int64_t n, int64_t j,
+                                     float temperature, uint64_t seed, uint64_t offset,
+                                     int32_t request)
+{
+    int32_t x = j < n ? request_drafts[j] : -1;
+    return fs_row_desc_make(temperature, seed, offset, (uint32_t)j, x, x, request);
+}
+
+/* verify: walk one request's merged records (n drafts + bonus row) and write
+ * its stride-wide output rows.  status holds the request's pre-scan status on
+ * entry (FS_ROW_OK if its rows were scanned). */
+FS_HD void fs_finalize_verify(const fs_record *recs, const fs_row_desc *descs,
+                              const int32_t *request_drafts, int64_t n, int64_t stride,
+                              int32_t *out_tokens, float *out_logprobs, int32_t *num_emitted,
+                              int32_t *status)
+{
+    int32_t st = *status;
+    int64_t k = 0;
+    if (st == FS_ROW_OK) {
+        for (int64_t j = 0; j <= n; ++j) {
+            const fs_record *r = &recs[j];
+            const fs_row_desc *d = &descs[j];
+            st = fs_record_status(r);
+            if (st != FS_ROW_OK)
+                break;
+            float lse = fs_record_lse(r);
+            int greedy = (d->flags & FS_ROWF_GREEDY) != 0;
+            if (j < n) {
+                int32_t x = request_drafts[j];
+                int accept;
+                if (greedy) {
+                    accept = r->max_id == x;
+                } else {
+                    float p = expf(r->sel_s - lse);
+                    /* with every other token masked there is no residual, and p(x) = 1 */
+                    accept = r->best_id < 0 ||
+                             fs_accept_uniform(d->seed, d->offset, (uint32_t)j) <= p;
+                }
+                if (accept) {
+                    out_tokens[k] = x;
+                    if (out_logprobs)
+                        out_logprobs[k] = r->sel_s - lse;
+                    ++k;
+                    continue;
+                }
+            }
+            /* recovery (the residual: target without x) or bonus token */
+            out_tokens[k] = greedy ? r->max_id : r->best_id;
+            if (out_logprobs)
+                out_logprobs[k] = (greedy ? r->max_s : r->best_s) - lse;
+            ++k;
+            break;
+        }
+    }
+    if (st != FS_ROW_OK)
+        k = 0;
+    for (int64_t i = k; i < stride; ++i) {
+        out_tokens[i] = -1;
+        if (out_logprobs)
+            out_logprobs[i] = NAN;
+    }
+    *num_emitted = (int32_t)k;
+    *status = st;
+}
+
+#endif
