@@ -1,0 +1,109 @@
+/* The CPU backend's vocabulary scan.  Same records, push and merge as the
+ * GPU kernels (record.h); only the way logits are produced differs. */
+#include "cpu_scan.h"
+
+#include <stddef.h>
+
+#include "cpu_backend.h"
+#include "dtype.h"
+
+/* Dot products with eight fixed partial sums: vectorisable, and the same
+ * summation order on every run. */
+#define FS_DEFINE_DOT(name, T, widen)                                               \
+    static float name(const T *h, const T *w, int64_t n)                           \
+    {                                                                               \
+        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                    \
+        int64_t k = 0;                                                              \
+        for (; k + 8 <= n; k += 8)                                                  \
+            for (int l = 0; l < 8; ++l)                                             \
+                acc[l] += widen(h[k + l]) * widen(w[k + l]);                        \
+        for (; k < n; ++k)                                                          \
+            acc[k & 7] += widen(h[k]) * widen(w[k]);                                \
+        return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])); \
+    }
+
+static inline float widen_f32(float x)
+{
+    return x;
+}
+FS_DEFINE_DOT(dot_f32, float, widen_f32)
+FS_DEFINE_DOT(dot_f16, uint16_t, fs_f16_to_f32)
+FS_DEFINE_DOT(dot_bf16, uint16_t, fs_bf16_to_f32)
+
+static size_t dtype_size(fs_dtype d)
+{
+    return d == FS_DTYPE_F32 ? 4 : 2;
+}
+
+static float logit_fused(const fs_op_args *a, int64_t row, int64_t v)
+{
+    int64_t d = a->head->hidden_dim;
+    size_t es = dtype_size(a->head->dtype);
+    const char *h = (const char *)a->hidden + (size_t)(row * d) * es;
+    const char *w = (const char *)a->head->weight + (size_t)(v * d) * es;
+    switch (a->head->dtype) {
+    case FS_DTYPE_F32: return dot_f32((const float *)h, (const float *)w, d);
+    case FS_DTYPE_F16: return dot_f16((const uint16_t *)h, (const uint16_t *)w, d);
+    default: return dot_bf16((const uint16_t *)h, (const uint16_t *)w, d);
+    }
+}
+
+static float logit_stored(const fs_op_args *a, int64_t row, int64_t v)
+{
+    size_t i = (size_t)(row * a->vocab_size + v);
+    switch (a->logits_dtype) {
+    case FS_DTYPE_F32: return ((const float *)a->logits)[i];
+    case FS_DTYPE_F16: return fs_f16_to_f32(((const uint16_t *)a->logits)[i]);
+    default: return fs_bf16_to_f32(((const uint16_t *)a->logits)[i]);
+    }
+}
+
+/* Push local token v of `row` into rec, applying mask, bias, temperature and
+ * noise exactly as the GPU epilogue does. */
+static void push_token(const fs_op_args *a, const fs_row_desc *d, int64_t row, int64_t v,
+                       fs_record *rec)
+{
+    int64_t gid = a->vocab_offset + v;
+    const fs_sampling *p = a->params;
+    if (p && p->allowed) {
+        int64_t words = (a->global_vocab + 31) / 32;
+        if (!((p->allowed[row * words + gid / 32] >> (gid % 32)) & 1u))
+            return;
+    }
+    float l = a->head ? logit_fused(a, row, v) : logit_stored(a, row, v);
+    float b = (p && p->logit_bias) ? p->logit_bias[row * a->global_vocab + gid] : 0.0f;
+    float s = fs_score(l, b, d->inv_temp);
+    float g = 0.0f;
+    if (!(d->flags & FS_ROWF_GREEDY) && gid != d->excluded && s > -INFINITY && s < INFINITY)
+        g = fs_gumbel_token(d->seed, d->offset, d->position, (int32_t)gid);
+    fs_record_push(rec, d, (int32_t)gid, s, g);
+}
+
+void fs_cpu_scan(const fs_op_args *a, const fs_row_desc *descs, int64_t tile, uint32_t faults,
+                 fs_record *tile_recs, fs_record *row_recs)
+{
+    int64_t rows = a->rows, vocab = a->vocab_size;
+    for (int64_t r = 0; r < rows; ++r)
+        fs_record_init(&row_recs[r]);
+    for (int64_t t0 = 0; t0 < vocab; t0 += tile) {
+        int64_t t1 = t0 + tile < vocab ? t0 + tile : vocab;
+        if (faults & FS_FAULT_TILE_EDGE)
+            --t1;
+        for (int64_t r = 0; r < rows; ++r)
+            fs_record_init(&tile_recs[r]);
+        if (a->head) {
+            /* token-major: one LM-head row serves every hidden row while cached */
+            for (int64_t v = t0; v < t1; ++v)
+                for (int64_t r = 0; r < rows; ++r)
+                    if (descs[r].flags & FS_ROWF_VALID)
+                        push_token(a, &descs[r], r, v, &tile_recs[r]);
+        } else {
+            for (int64_t r = 0; r < rows; ++r)
+                if (descs[r].flags & FS_ROWF_VALID)
+                    for (int64_t v = t0; v < t1; ++v)
+                        push_token(a, &descs[r], r, v, &tile_recs[r]);
+        }
+        for (int64_t r = 0; r < rows; ++r)
+            fs_record_merge(&row_recs[r], &tile_recs[r]);
+    }
+}
