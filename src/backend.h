@@ -12,6 +12,10 @@
 
 #include "flashspec.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum fs_op {
     FS_OP_SAMPLE = 0,
     FS_OP_ARGMAX = 1,
@@ -70,6 +74,10 @@ fs_status fs_cuda_run(fs_context *ctx, const fs_op_args *a);
 /* Context lifetime hooks: query the device (sm count, capability). */
 fs_status fs_cuda_context_init(fs_context *ctx, int device_ordinal);
 int fs_cuda_device_count(void);
+#endif
+
+#ifdef __cplusplus
+}
 #endif
 
 #endif
