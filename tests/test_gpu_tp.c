@@ -213,7 +213,7 @@ int main(void)
     int ranks = ndev < MAXRANKS ? ndev : MAXRANKS;
     make_inputs();
 
-    rank_job ref = {0, 1, 0, V, {{0}}, {{0}}};
+    rank_job ref = {.rank = 0, .ranks = 1, .vocab_offset = 0, .vocab_size = V};
     run_rank(&ref);
     int accepted = 0;
     for (int r = 0; r < REQS; ++r)
@@ -230,7 +230,7 @@ int main(void)
         int64_t total_w = (int64_t)n * (n + 1) / 2, at = 0;
         for (int k = 0; k < n; ++k) {
             int64_t size = k == n - 1 ? V - at : (int64_t)V * (k + 1) / total_w;
-            jobs[k] = (rank_job){k, n, at, size, id, {{0}}};
+            jobs[k] = (rank_job){.rank = k, .ranks = n, .vocab_offset = at, .vocab_size = size, .id = id};
             at += size;
         }
         for (int k = 0; k < n; ++k)
