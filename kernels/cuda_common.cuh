@@ -1,0 +1,213 @@
+/* Shared pieces of the CUDA backend: the scan arguments every scan kernel
+ * receives, the per-group token push (mask, bias, temperature, noise) used by
+ * every scan path, warp reductions of records, and the host-side launchers
+ * each kernel file provides.
+ *
+ * The arithmetic itself (Philox, Gumbel, score, push, merge, finalizers) is
+ * the shared host/device code in src/philox.h, src/record.h and
+ * src/finalize.h, so the GPU makes the same decisions as the CPU oracle. */
+#ifndef FS_CUDA_COMMON_CUH
+#define FS_CUDA_COMMON_CUH
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "finalize.h"
+#include "philox.h"
+#include "record.h"
+
+/* Every record covers at least FS_REC_MIN_TOKENS tokens (except the last of a row), so a row never has
+ * more than ceil(V / FS_REC_MIN_TOKENS) records.  The workspace is sized with
+ * this bound whatever path (fused or logits, any dtype) runs. */
+#define FS_REC_MIN_TOKENS 128
+
+/* Vocabulary tile of the fused kernels (tokens per CTA and per record). */
+#define FS_FUSED_TILE_V 128
+
+#define FS_SCAN_THREADS 256
+
+/* What the scan kernels need besides their input. */
+typedef struct fs_scan_args {
+    const fs_row_desc *descs; /* [rows] */
+    const float *bias;        /* [rows, global_vocab] or NULL */
+    const uint32_t *allowed;  /* [rows, words] or NULL */
+    int64_t rows;
+    int64_t vocab;        /* tokens held here */
+    int64_t vocab_offset; /* global id of local token 0 */
+    int64_t global_vocab;
+    int64_t words;        /* ceil(global_vocab / 32) */
+    fs_record *tile_recs; /* [rows][tiles_per_row] */
+    int64_t tiles_per_row;
+} fs_scan_args;
+
+/* ---- device helpers ---------------------------------------------------- */
+
+#ifdef __CUDACC__
+
+/* Word j of w without indexing a register array at run time. */
+static __device__ __forceinline__ uint32_t fs_pick_word(const fs_u32x4 &w, int j)
+{
+    uint32_t x = w.v[3];
+    x = j == 2 ? w.v[2] : x;
+    x = j == 1 ? w.v[1] : x;
+    x = j == 0 ? w.v[0] : x;
+    return x;
+}
+
+/* Push tokens t0 .. t0+cnt-1 (global ids, 1 <= cnt <= 4, all in Philox group
+ * t0 >> 2) of `row` with logits l[0..cnt) into rec.  Same transform as the
+ * CPU scan's push_token: mask, bias, score, Gumbel noise of the token. */
+static __device__ __forceinline__ void fs_push_group(fs_record *rec, const fs_row_desc &d,
+                                                     const fs_scan_args &a, int64_t row,
+                                                     int64_t t0, int cnt, const float l[4])
+{
+    const bool greedy = (d.flags & FS_ROWF_GREEDY) != 0;
+    fs_u32x4 w;
+    w.v[0] = w.v[1] = w.v[2] = w.v[3] = 0u;
+    if (!greedy)
+        w = fs_philox_tokens(d.seed, d.offset, d.position, FS_PURPOSE_GUMBEL, (uint32_t)(t0 >> 2));
+    const float *bias = a.bias ? a.bias + row * a.global_vocab : nullptr;
+    const uint32_t *allowed = a.allowed ? a.allowed + row * a.words : nullptr;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        if (i < cnt) {
+            int64_t gid = t0 + i;
+            if (allowed && !((__ldg(&allowed[gid >> 5]) >> (gid & 31)) & 1u))
+                continue;
+            float b = bias ? __ldg(&bias[gid]) : 0.0f;
+            float s = fs_score(l[i], b, d.inv_temp);
+            float g = greedy ? 0.0f : fs_gumbel(fs_pick_word(w, (int)(gid & 3)));
+            fs_record_push(rec, &d, (int32_t)gid, s, g);
+        }
+    }
+}
+
+static __device__ __forceinline__ fs_record fs_record_shfl_down(const fs_record &r, int delta)
+{
+    fs_record o;
+    o.max_s = __shfl_down_sync(0xffffffffu, r.max_s, delta);
+    o.max_id = __shfl_down_sync(0xffffffffu, r.max_id, delta);
+    o.sum_exp = __shfl_down_sync(0xffffffffu, r.sum_exp, delta);
+    o.best_key = __shfl_down_sync(0xffffffffu, r.best_key, delta);
+    o.best_id = __shfl_down_sync(0xffffffffu, r.best_id, delta);
+    o.best_s = __shfl_down_sync(0xffffffffu, r.best_s, delta);
+    o.sel_s = __shfl_down_sync(0xffffffffu, r.sel_s, delta);
+    o.flags = __shfl_down_sync(0xffffffffu, r.flags, delta);
+    return o;
+}
+
+/* Merge the records of a full warp into lane 0 (fixed tree: deterministic). */
+static __device__ __forceinline__ void fs_record_warp_reduce(fs_record *r)
+{
+#pragma unroll
+    for (int delta = 16; delta > 0; delta >>= 1) {
+        fs_record o = fs_record_shfl_down(*r, delta);
+        fs_record_merge(r, &o);
+    }
+}
+
+/* Merge a block's records (blockDim.x a multiple of 32, at most 1024) into
+ * the return value of thread 0.  `scratch` holds 32 records. */
+static __device__ __forceinline__ fs_record fs_record_block_reduce(fs_record r,
+                                                                   fs_record *scratch)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int warps = blockDim.x >> 5;
+    fs_record_warp_reduce(&r);
+    if (lane == 0)
+        scratch[warp] = r;
+    __syncthreads();
+    if (warp == 0) {
+        if (lane < warps) {
+            r = scratch[lane];
+        } else {
+            fs_record_init(&r);
+        }
+        fs_record_warp_reduce(&r);
+    }
+    return r;
+}
+
+/* Epilogue shared by the fused kernels: S holds the tile's fp32 logits as
+ * [BN rows][pitch] (local tokens v0 .. v0+vcount along a row).  One warp per
+ * row: each lane takes one Philox group (4 consecutive global ids) at a time,
+ * then the warp merges and lane 0 writes the (row, tile) record. */
+static __device__ __forceinline__ void fs_tile_epilogue(const float *S, int pitch, int bn,
+                                                        int64_t v0, int vcount, int64_t n0,
+                                                        int64_t tile, const fs_scan_args &a)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int warps = blockDim.x >> 5;
+    const int64_t gb = a.vocab_offset + v0, ge = gb + vcount;
+    const int64_t G0 = gb >> 2;
+    const int nslots = (int)(((ge - 1) >> 2) - G0 + 1);
+    for (int nn = warp; nn < bn; nn += warps) {
+        const int64_t row = n0 + nn;
+        if (row >= a.rows)
+            break;
+        const fs_row_desc d = a.descs[row];
+        if (!(d.flags & FS_ROWF_VALID))
+            continue;
+        fs_record rec;
+        fs_record_init(&rec);
+        const float *srow = S + (size_t)nn * pitch;
+        for (int s = lane; s < nslots; s += 32) {
+            int64_t g4 = (G0 + s) << 2;
+            int64_t t0 = g4 > gb ? g4 : gb;
+            int64_t t1 = g4 + 4 < ge ? g4 + 4 : ge;
+            int cnt = (int)(t1 - t0);
+            int at = (int)(t0 - gb);
+            float l[4];
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+                l[i] = i < cnt ? srow[at + i] : 0.0f;
+            fs_push_group(&rec, d, a, row, t0, cnt, l);
+        }
+        fs_record_warp_reduce(&rec);
+        if (lane == 0)
+            a.tile_recs[row * a.tiles_per_row + tile] = rec;
+    }
+}
+
+#endif /* __CUDACC__ */
+
+/* ---- device selection (cuda_context.cu) -------------------------------- */
+
+/* Make ctx's device current (remembering the previous one in *prev_device,
+ * -1 if unchanged) and make sure its kernels are configured. */
+fs_status fs_cuda_enter(fs_context *ctx, int *prev_device);
+void fs_cuda_leave(int prev_device);
+/* Raise the kernels' dynamic shared-memory limits on the current device
+ * (once per device). */
+cudaError_t fs_cuda_configure_current(int device);
+
+/* ---- host-side launchers (each returns cudaGetLastError()) ------------- */
+
+/* Row descriptors and pre-scan statuses (kernels/prep.cu). */
+cudaError_t fs_launch_prep(const fs_op_args *a, fs_row_desc *descs, int32_t *pre_status,
+                           int32_t *owner, cudaStream_t stream);
+
+/* Fused LM-head scans: bf16/fp16 tensor cores (scan_mma.cu), fp32 SIMT
+ * (scan_simt.cu).  They write tiles_per_row = ceil(V / FS_FUSED_TILE_V)
+ * records per row. */
+cudaError_t fs_launch_scan_mma(const fs_op_args *a, const fs_scan_args *s, cudaStream_t stream);
+cudaError_t fs_scan_mma_configure(void); /* raise the dynamic smem limits (current device) */
+cudaError_t fs_launch_scan_simt(const fs_op_args *a, const fs_scan_args *s, cudaStream_t stream);
+
+/* Scan over materialised logits (scan_logits.cu): tokens per record. */
+int64_t fs_logits_chunk(int64_t rows, int64_t vocab, int sm_count);
+cudaError_t fs_launch_scan_logits(const fs_op_args *a, const fs_scan_args *s, int64_t chunk,
+                                  cudaStream_t stream);
+
+/* Per-row merge of tile records into row_recs (merge_finalize.cu). */
+cudaError_t fs_launch_merge(const fs_record *tile_recs, int64_t tiles_per_row,
+                            const fs_row_desc *descs, fs_record *row_recs, int64_t rows,
+                            cudaStream_t stream);
+
+/* Per-op finalizer over merged records (merge_finalize.cu). */
+cudaError_t fs_launch_finalize(const fs_op_args *a, const fs_record *row_recs,
+                               const fs_row_desc *descs, const int32_t *pre_status,
+                               cudaStream_t stream);
+
+#endif

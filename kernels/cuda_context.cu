@@ -1,0 +1,94 @@
+/* CUDA context hooks: device discovery and per-device kernel setup.  Safe to
+ * call on a machine without a GPU or driver (it then reports no device). */
+#include "cuda_common.cuh"
+
+#define FS_MAX_DEVICES 64
+
+/* Per-device flag: the kernels' dynamic shared-memory limits are raised.
+ * Setting them twice is harmless, so the flag needs no lock. */
+static volatile int g_configured[FS_MAX_DEVICES];
+
+extern "C" int fs_cuda_device_count(void)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError(); /* no driver / no device: not an error for the caller */
+        return 0;
+    }
+    return n;
+}
+
+cudaError_t fs_cuda_configure_current(int device)
+{
+    if (device >= 0 && device < FS_MAX_DEVICES && g_configured[device])
+        return cudaSuccess;
+    cudaError_t e = fs_scan_mma_configure();
+    if (e == cudaSuccess && device >= 0 && device < FS_MAX_DEVICES)
+        g_configured[device] = 1;
+    return e;
+}
+
+fs_status fs_cuda_enter(fs_context *ctx, int *prev_device)
+{
+    *prev_device = -1;
+    int cur = -1;
+    cudaError_t e = cudaGetDevice(&cur);
+    if (e == cudaSuccess && cur != ctx->device) {
+        e = cudaSetDevice(ctx->device);
+        if (e == cudaSuccess)
+            *prev_device = cur;
+    }
+    if (e == cudaSuccess)
+        e = fs_cuda_configure_current(ctx->device);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        if (*prev_device >= 0)
+            (void)cudaSetDevice(*prev_device);
+        *prev_device = -1;
+        return fs_fail(ctx, FS_ERR_CUDA, "selecting CUDA device %d: %s", ctx->device,
+                       cudaGetErrorString(e));
+    }
+    return FS_OK;
+}
+
+void fs_cuda_leave(int prev_device)
+{
+    if (prev_device >= 0)
+        (void)cudaSetDevice(prev_device);
+}
+
+extern "C" fs_status fs_cuda_context_init(fs_context *ctx, int device_ordinal)
+{
+    int n = fs_cuda_device_count();
+    if (n <= 0)
+        return fs_fail(ctx, FS_ERR_NO_DEVICE, "no CUDA device is visible (driver or GPU missing)");
+    if (device_ordinal < 0 || device_ordinal >= n)
+        return fs_fail(ctx, FS_ERR_NO_DEVICE, "CUDA device ordinal %d outside [0, %d)",
+                       device_ordinal, n);
+    int sm = 0, major = 0, minor = 0;
+    cudaError_t e = cudaDeviceGetAttribute(&sm, cudaDevAttrMultiProcessorCount, device_ordinal);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_ordinal);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device_ordinal);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return fs_fail(ctx, FS_ERR_NO_DEVICE, "querying CUDA device %d: %s", device_ordinal,
+                       cudaGetErrorString(e));
+    }
+    if (major < 8)
+        return fs_fail(ctx, FS_ERR_NO_DEVICE,
+                       "CUDA device %d has compute capability %d.%d; flashspec needs 8.0 or newer",
+                       device_ordinal, major, minor);
+    ctx->device = device_ordinal;
+    ctx->sm_count = sm;
+    ctx->cc_major = major;
+    ctx->cc_minor = minor;
+    int prev;
+    fs_status st = fs_cuda_enter(ctx, &prev);
+    if (st != FS_OK)
+        return st;
+    fs_cuda_leave(prev);
+    return FS_OK;
+}

@@ -1,0 +1,150 @@
+/* Host-side orchestration of the CUDA backend: the workspace layout and the
+ * launch sequence shared by every op.
+ *
+ *   prep      row descriptors + pre-scan statuses        (prep.cu)
+ *   scan      per-(row, tile) records, logits never stored (scan_mma.cu,
+ *             scan_simt.cu, scan_logits.cu)
+ *   merge     per-row records into row_recs               (merge_finalize.cu)
+ *   exchange  tensor parallel only: all-gather + merge of row_recs across
+ *             vocabulary shards                          (tp_exchange.cu)
+ *   finalize  the op's finalizer writes every output     (merge_finalize.cu)
+ *
+ * Everything is enqueued on the context's stream: no allocation, no host
+ * synchronisation, no copy to the host, so a call can be captured in a CUDA
+ * graph.
+ *
+ * Workspace layout (each region starts on a 256-byte boundary):
+ *   descs      fs_row_desc [rows]                      row descriptors
+ *   pre_status int32       [requests]                  status before the scan
+ *   owner      int32       [rows]                      verify: request owning a row
+ *   tile_recs  fs_record   [rows][ceil(V / 128)]       per-(row, tile) records
+ *   row_recs   fs_record   [rows]                      merged records (the TP seam)
+ *   tp_gather  fs_record   [ranks][rows]               only when sharded over > 1 rank
+ */
+#include "cuda_common.cuh"
+#include "tp_exchange.cuh"
+
+namespace {
+
+struct cuda_workspace {
+    fs_row_desc *descs;
+    int32_t *pre_status;
+    int32_t *owner;
+    fs_record *tile_recs;
+    fs_record *row_recs;
+    void *tp_gather;
+};
+
+size_t align_up(size_t n)
+{
+    return (n + 255) & ~(size_t)255;
+}
+
+/* Byte size of the layout; fills w when base is given. */
+size_t carve(const fs_context *ctx, int64_t rows, int64_t requests, int64_t vocab, void *base,
+             cuda_workspace *w)
+{
+    char *p = static_cast<char *>(base);
+    const size_t max_tiles = (size_t)((vocab + FS_REC_MIN_TOKENS - 1) / FS_REC_MIN_TOKENS);
+    size_t at = 0;
+    if (w)
+        w->descs = reinterpret_cast<fs_row_desc *>(p + at);
+    at += align_up((size_t)rows * sizeof(fs_row_desc));
+    if (w)
+        w->pre_status = reinterpret_cast<int32_t *>(p + at);
+    at += align_up((size_t)requests * sizeof(int32_t));
+    if (w)
+        w->owner = reinterpret_cast<int32_t *>(p + at);
+    at += align_up((size_t)rows * sizeof(int32_t));
+    if (w)
+        w->tile_recs = reinterpret_cast<fs_record *>(p + at);
+    at += align_up((size_t)rows * max_tiles * sizeof(fs_record));
+    if (w)
+        w->row_recs = reinterpret_cast<fs_record *>(p + at);
+    at += align_up((size_t)rows * sizeof(fs_record));
+    if (w)
+        w->tp_gather = p + at;
+    at += align_up(fs_tp_workspace_bytes(ctx, rows));
+    return at;
+}
+
+const char *op_name(fs_op op)
+{
+    return op == FS_OP_SAMPLE ? "sample" : op == FS_OP_ARGMAX ? "draft argmax" : "verify";
+}
+
+} // namespace
+
+extern "C" size_t fs_cuda_workspace_bytes(const fs_context *ctx, fs_op op, int64_t rows,
+                                          int64_t requests, int64_t vocab_size)
+{
+    (void)op;
+    return carve(ctx, rows, requests, vocab_size, nullptr, nullptr);
+}
+
+extern "C" fs_status fs_cuda_run(fs_context *ctx, const fs_op_args *a)
+{
+    const int64_t requests = a->op == FS_OP_VERIFY ? a->drafts->num_requests : a->rows;
+    const size_t need = carve(ctx, a->rows, requests, a->vocab_size, nullptr, nullptr);
+    if (!a->workspace)
+        return fs_fail(ctx, FS_ERR_NULL_POINTER, "%s: workspace is NULL (%zu bytes needed)",
+                       op_name(a->op), need);
+    if (a->workspace_bytes < need)
+        return fs_fail(ctx, FS_ERR_WORKSPACE_TOO_SMALL, "%s: workspace has %zu bytes, %zu needed",
+                       op_name(a->op), a->workspace_bytes, need);
+
+    cuda_workspace w;
+    carve(ctx, a->rows, requests, a->vocab_size, a->workspace, &w);
+    int prev_device;
+    fs_status st = fs_cuda_enter(ctx, &prev_device);
+    if (st != FS_OK)
+        return st;
+    cudaStream_t stream = static_cast<cudaStream_t>(ctx->stream);
+    const char *step = "prep";
+    cudaError_t e = fs_launch_prep(a, w.descs, w.pre_status, w.owner, stream);
+
+    fs_scan_args s;
+    s.descs = w.descs;
+    s.bias = a->params ? a->params->logit_bias : nullptr;
+    s.allowed = a->params ? a->params->allowed : nullptr;
+    s.rows = a->rows;
+    s.vocab = a->vocab_size;
+    s.vocab_offset = a->vocab_offset;
+    s.global_vocab = a->global_vocab;
+    s.words = (a->global_vocab + 31) / 32;
+    s.tile_recs = w.tile_recs;
+    if (e == cudaSuccess) {
+        if (a->head) {
+            s.tiles_per_row = (a->vocab_size + FS_FUSED_TILE_V - 1) / FS_FUSED_TILE_V;
+            step = "fused scan";
+            e = a->head->dtype == FS_DTYPE_F32 ? fs_launch_scan_simt(a, &s, stream)
+                                               : fs_launch_scan_mma(a, &s, stream);
+        } else {
+            const int64_t chunk = fs_logits_chunk(a->rows, a->vocab_size, ctx->sm_count);
+            s.tiles_per_row = (a->vocab_size + chunk - 1) / chunk;
+            step = "logits scan";
+            e = fs_launch_scan_logits(a, &s, chunk, stream);
+        }
+    }
+    if (e == cudaSuccess) {
+        step = "merge";
+        e = fs_launch_merge(w.tile_recs, s.tiles_per_row, w.descs, w.row_recs, a->rows, stream);
+    }
+    if (e == cudaSuccess) {
+        /* tensor parallel: row_recs of this shard become the whole vocabulary's */
+        st = fs_tp_exchange(ctx, w.row_recs, a->rows, w.tp_gather, stream);
+        if (st != FS_OK) {
+            fs_cuda_leave(prev_device);
+            return st;
+        }
+        step = "finalize";
+        e = fs_launch_finalize(a, w.row_recs, w.descs, w.pre_status, stream);
+    }
+    fs_cuda_leave(prev_device);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return fs_fail(ctx, FS_ERR_CUDA, "%s: %s launch failed: %s", op_name(a->op), step,
+                       cudaGetErrorString(e));
+    }
+    return FS_OK;
+}

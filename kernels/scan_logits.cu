@@ -1,0 +1,113 @@
+/* Scan over materialised logits [rows, V] (the *_logits ops): one pass, one
+ * block per (row, chunk of the vocabulary), one record per block.
+ *
+ * A thread takes one Philox group (4 consecutive global ids, one Philox call)
+ * at a time; consecutive threads take consecutive groups, so a warp reads a
+ * contiguous span.  When every group is whole and aligned (vocab_offset and V
+ * multiples of 4, 16-byte aligned logits) the 4 logits are one vector load
+ * (16 bytes fp32, 8 bytes fp16/bf16); otherwise guarded scalar loads. */
+#include <cuda_fp16.h>
+
+#include "cuda_common.cuh"
+
+namespace {
+
+constexpr int THREADS = FS_SCAN_THREADS;
+
+__device__ __forceinline__ float half_bits_to_float(uint16_t h, fs_dtype dt)
+{
+    if (dt == FS_DTYPE_BF16)
+        return __uint_as_float((uint32_t)h << 16);
+    return __half2float(__ushort_as_half(h));
+}
+
+__device__ __forceinline__ float load_one(const void *base, int64_t i, fs_dtype dt)
+{
+    if (dt == FS_DTYPE_F32)
+        return __ldg(static_cast<const float *>(base) + i);
+    return half_bits_to_float(__ldg(static_cast<const unsigned short *>(base) + i), dt);
+}
+
+__global__ void __launch_bounds__(THREADS)
+    fs_scan_logits_kernel(const void *__restrict__ logits, fs_dtype dt, int vec, int64_t chunk,
+                          int64_t chunks, fs_scan_args a)
+{
+    __shared__ fs_record scratch[32];
+    const int64_t row = blockIdx.x / chunks, c = blockIdx.x % chunks;
+    const fs_row_desc d = a.descs[row];
+    if (!(d.flags & FS_ROWF_VALID))
+        return; /* uniform over the block */
+
+    const int64_t V = a.vocab;
+    const int64_t lb = c * chunk, le = lb + chunk < V ? lb + chunk : V; /* local range */
+    const int64_t gb = a.vocab_offset + lb, ge = a.vocab_offset + le; /* global range */
+    const int64_t G0 = gb >> 2, nslots = ((ge - 1) >> 2) - G0 + 1;
+    const int64_t row_base = row * V - a.vocab_offset; /* element of global id 0 in this row */
+
+    fs_record rec;
+    fs_record_init(&rec);
+    for (int64_t s = threadIdx.x; s < nslots; s += THREADS) {
+        const int64_t g4 = (G0 + s) << 2;
+        float l[4];
+        int64_t t0;
+        int cnt;
+        if (vec) {
+            t0 = g4;
+            cnt = 4;
+            const int64_t e = row_base + g4;
+            if (dt == FS_DTYPE_F32) {
+                float4 v = __ldg(reinterpret_cast<const float4 *>(static_cast<const float *>(logits) + e));
+                l[0] = v.x;
+                l[1] = v.y;
+                l[2] = v.z;
+                l[3] = v.w;
+            } else {
+                uint2 v = __ldg(reinterpret_cast<const uint2 *>(static_cast<const unsigned short *>(logits) + e));
+                l[0] = half_bits_to_float((uint16_t)(v.x & 0xffffu), dt);
+                l[1] = half_bits_to_float((uint16_t)(v.x >> 16), dt);
+                l[2] = half_bits_to_float((uint16_t)(v.y & 0xffffu), dt);
+                l[3] = half_bits_to_float((uint16_t)(v.y >> 16), dt);
+            }
+        } else {
+            t0 = g4 > gb ? g4 : gb;
+            const int64_t t1 = g4 + 4 < ge ? g4 + 4 : ge;
+            cnt = (int)(t1 - t0);
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+                l[i] = i < cnt ? load_one(logits, row_base + t0 + i, dt) : 0.0f;
+        }
+        fs_push_group(&rec, d, a, row, t0, cnt, l);
+    }
+    rec = fs_record_block_reduce(rec, scratch);
+    if (threadIdx.x == 0)
+        a.tile_recs[row * a.tiles_per_row + c] = rec;
+}
+
+} // namespace
+
+/* Tokens per block (and per record): large chunks for many rows, smaller ones
+ * when there are too few (row, chunk) blocks to fill the GPU.  Always a
+ * multiple of FS_REC_MIN_TOKENS, so the workspace bound holds. */
+int64_t fs_logits_chunk(int64_t rows, int64_t vocab, int sm_count)
+{
+    const int64_t target = 4 * (int64_t)(sm_count > 0 ? sm_count : 100);
+    int64_t chunk = 4096;
+    while (chunk > 256 && rows * ((vocab + chunk - 1) / chunk) < target)
+        chunk >>= 1;
+    return chunk;
+}
+
+cudaError_t fs_launch_scan_logits(const fs_op_args *a, const fs_scan_args *s, int64_t chunk,
+                                  cudaStream_t stream)
+{
+    const int64_t chunks = (a->vocab_size + chunk - 1) / chunk;
+    const int64_t blocks = a->rows * chunks;
+    if (blocks > 0x7fffffff)
+        return cudaErrorInvalidConfiguration;
+    const size_t es = a->logits_dtype == FS_DTYPE_F32 ? 4 : 2;
+    const bool vec = a->vocab_offset % 4 == 0 && a->vocab_size % 4 == 0 &&
+                     ((uintptr_t)a->logits & (4 * es - 1)) == 0;
+    fs_scan_logits_kernel<<<(unsigned)blocks, THREADS, 0, stream>>>(
+        a->logits, a->logits_dtype, vec ? 1 : 0, chunk, chunks, *s);
+    return cudaGetLastError();
+}
