@@ -1,0 +1,358 @@
+/* The scan's summary record: push and merge.  Whatever the partition of the
+ * vocabulary into tiles and whatever the merge order or tree, the merged
+ * record picks the same tokens as one sequential pass; ties go to the lowest
+ * id; -inf scores are probability zero; NaN/+inf raise the flag. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "finalize.h"
+#include "fs_test.h"
+#include "record.h"
+
+enum { MAXV = 600 };
+
+typedef struct row_data {
+    int64_t V;
+    float s[MAXV];
+    float g[MAXV];
+    fs_row_desc d;
+} row_data;
+
+static void push_range(fs_record *rec, const row_data *x, int64_t a, int64_t b)
+{
+    for (int64_t v = a; v < b; ++v)
+        fs_record_push(rec, &x->d, (int32_t)v, x->s[v], x->g[v]);
+}
+
+static void sequential(fs_record *rec, const row_data *x)
+{
+    fs_record_init(rec);
+    push_range(rec, x, 0, x->V);
+}
+
+/* Everything that selects a token must be bit-identical; sum_exp only close. */
+static void assert_same_choice(const fs_record *a, const fs_record *b, const char *what)
+{
+    if (a->max_id != b->max_id || a->best_id != b->best_id || a->flags != b->flags ||
+        memcmp(&a->max_s, &b->max_s, 4) || memcmp(&a->best_key, &b->best_key, 4) ||
+        memcmp(&a->best_s, &b->best_s, 4) || memcmp(&a->sel_s, &b->sel_s, 4))
+        fail_msg("%s: max %d/%g best %d/%g/%g sel %g flags %u  vs  max %d/%g best %d/%g/%g "
+                 "sel %g flags %u",
+                 what, a->max_id, a->max_s, a->best_id, a->best_key, a->best_s, a->sel_s,
+                 a->flags, b->max_id, b->max_s, b->best_id, b->best_key, b->best_s, b->sel_s,
+                 b->flags);
+    if (a->max_id >= 0 && fabsf(a->sum_exp - b->sum_exp) > 1e-5f * b->sum_exp)
+        fail_msg("%s: sum_exp %.9g vs %.9g", what, a->sum_exp, b->sum_exp);
+}
+
+static void make_row(fst_rng *r, row_data *x, int ties, int greedy)
+{
+    x->V = 1 + fst_randint(r, MAXV);
+    for (int64_t v = 0; v < x->V; ++v) {
+        double u = fst_unif(r);
+        x->s[v] = ties ? (float)fst_randint(r, 4) : (float)(fst_normal(r) * 3.0);
+        if (u < 0.05)
+            x->s[v] = -INFINITY; /* probability zero */
+        x->g[v] = ties ? 0.0f : fs_gumbel_token(5, 6, 0, (int32_t)v);
+    }
+    int32_t ex = fst_unif(r) < 0.7 ? (int32_t)fst_randint(r, x->V) : -1;
+    x->d = fs_row_desc_make(greedy ? 0.0f : 1.0f, 5, 6, 0, ex, ex, 0);
+}
+
+/* Build tile records over a random partition. */
+static int64_t tile_records(fst_rng *r, const row_data *x, fs_record *tiles)
+{
+    int64_t n = 0, a = 0;
+    while (a < x->V) {
+        int64_t len = 1 + fst_randint(r, fst_unif(r) < 0.5 ? 8 : 100);
+        int64_t b = a + len < x->V ? a + len : x->V;
+        fs_record_init(&tiles[n]);
+        push_range(&tiles[n], x, a, b);
+        ++n;
+        a = b;
+    }
+    /* empty tiles (e.g. a fully masked tile) anywhere must be neutral */
+    for (int k = 0; k < 2; ++k)
+        fs_record_init(&tiles[n++]);
+    return n;
+}
+
+static void merge_orders(int ties, int greedy, uint64_t seed)
+{
+    static fs_record tiles[MAXV + 4], work[MAXV + 4];
+    static row_data x;
+    int64_t perm[MAXV + 4];
+    fst_rng r;
+    fst_rng_seed(&r, seed);
+    for (int it = 0; it < 300; ++it) {
+        make_row(&r, &x, ties, greedy);
+        fs_record ref;
+        sequential(&ref, &x);
+        int64_t n = tile_records(&r, &x, tiles);
+        /* 1: left fold in a random order */
+        fst_shuffle(&r, perm, n);
+        fs_record acc;
+        fs_record_init(&acc);
+        for (int64_t i = 0; i < n; ++i)
+            fs_record_merge(&acc, &tiles[perm[i]]);
+        assert_same_choice(&acc, &ref, "random-order fold");
+        /* 2: reverse fold */
+        fs_record_init(&acc);
+        for (int64_t i = n - 1; i >= 0; --i)
+            fs_record_merge(&acc, &tiles[i]);
+        assert_same_choice(&acc, &ref, "reverse fold");
+        /* 3: random binary tree (pairwise reduction of shuffled records, as a
+           GPU would reduce across tiles or ranks), merging into either side */
+        fst_shuffle(&r, perm, n);
+        for (int64_t i = 0; i < n; ++i)
+            work[i] = tiles[perm[i]];
+        int64_t m = n;
+        while (m > 1) {
+            int64_t k = 0;
+            for (int64_t i = 0; i + 1 < m; i += 2) {
+                if (fst_unif(&r) < 0.5) {
+                    fs_record_merge(&work[i], &work[i + 1]);
+                    work[k++] = work[i];
+                } else {
+                    fs_record_merge(&work[i + 1], &work[i]);
+                    work[k++] = work[i + 1];
+                }
+            }
+            if (m & 1)
+                work[k++] = work[m - 1];
+            m = k;
+        }
+        assert_same_choice(&work[0], &ref, "tree");
+        /* the sequential record itself is right: max and lse in double */
+        double best = -INFINITY, z = 0.0;
+        int32_t bid = -1;
+        for (int64_t v = 0; v < x.V; ++v)
+            if (x.s[v] > best) {
+                best = x.s[v];
+                bid = (int32_t)v;
+            }
+        assert_int_equal(ref.max_id, bid);
+        if (bid >= 0) {
+            for (int64_t v = 0; v < x.V; ++v)
+                z += exp((double)x.s[v] - best);
+            assert_true(fabs(fs_record_lse(&ref) - (best + log(z))) < 1e-5 * (1 + fabs(best)));
+        }
+        if (greedy)
+            assert_int_equal(ref.best_id, -1);
+        else if (bid >= 0) {
+            /* Gumbel candidate: lowest-id argmax of s + g over non-excluded finite */
+            double bk = -INFINITY;
+            int32_t gid = -1;
+            for (int64_t v = 0; v < x.V; ++v) {
+                if (v == x.d.excluded || x.s[v] == -INFINITY)
+                    continue;
+                float key = x.s[v] + x.g[v];
+                if (gid < 0 || key > bk) {
+                    bk = key;
+                    gid = (int32_t)v;
+                }
+            }
+            assert_int_equal(ref.best_id, gid);
+            assert_true(ref.best_id != x.d.excluded || ref.best_id < 0);
+        }
+        if (x.d.selected >= 0)
+            assert_true(ref.sel_s == x.s[x.d.selected] ||
+                        (x.s[x.d.selected] == -INFINITY && ref.sel_s == -INFINITY));
+    }
+}
+
+static void test_merge_any_order(void **state)
+{
+    (void)state;
+    merge_orders(0, 0, 1);
+}
+
+static void test_merge_any_order_greedy(void **state)
+{
+    (void)state;
+    merge_orders(0, 1, 2);
+}
+
+static void test_merge_any_order_ties(void **state)
+{
+    (void)state;
+    merge_orders(1, 0, 3);
+    merge_orders(1, 1, 4);
+}
+
+/* Ties: the lowest id wins, whatever order the tokens or tiles come in. */
+static void test_tie_lowest_id(void **state)
+{
+    (void)state;
+    fs_row_desc d = fs_row_desc_make(1.0f, 1, 2, 0, -1, -1, 0);
+    fs_record a, b;
+    /* pushed in descending id order within one record */
+    fs_record_init(&a);
+    for (int32_t v = 9; v >= 3; --v)
+        fs_record_push(&a, &d, v, 1.5f, 0.25f);
+    assert_int_equal(a.max_id, 3);
+    assert_int_equal(a.best_id, 3);
+    assert_true(fabsf(a.sum_exp - 7.0f) < 1e-6f);
+    /* a higher tile merged first, then a lower one, and the reverse */
+    fs_record hi, lo;
+    fs_record_init(&hi);
+    fs_record_init(&lo);
+    fs_record_push(&hi, &d, 100, 2.0f, 0.0f);
+    fs_record_push(&lo, &d, 7, 2.0f, 0.0f);
+    a = hi;
+    fs_record_merge(&a, &lo);
+    b = lo;
+    fs_record_merge(&b, &hi);
+    assert_int_equal(a.max_id, 7);
+    assert_int_equal(b.max_id, 7);
+    assert_int_equal(a.best_id, 7);
+    assert_int_equal(b.best_id, 7);
+    assert_true(a.sum_exp == 2.0f && b.sum_exp == 2.0f);
+    /* best_key tie with different scores: lowest id, its own score kept */
+    fs_record_init(&hi);
+    fs_record_init(&lo);
+    fs_record_push(&hi, &d, 50, 1.0f, 1.0f); /* key 2 */
+    fs_record_push(&lo, &d, 40, 1.5f, 0.5f); /* key 2 */
+    fs_record_merge(&hi, &lo);
+    assert_int_equal(hi.best_id, 40);
+    assert_true(hi.best_s == 1.5f);
+    assert_int_equal(hi.max_id, 40);
+    /* excluded token never becomes the Gumbel candidate, but counts in LSE */
+    fs_row_desc dx = fs_row_desc_make(1.0f, 1, 2, 0, 3, 3, 0);
+    fs_record_init(&a);
+    fs_record_push(&a, &dx, 3, 10.0f, 5.0f);
+    fs_record_push(&a, &dx, 4, 0.0f, 0.0f);
+    assert_int_equal(a.max_id, 3);
+    assert_int_equal(a.best_id, 4);
+    assert_true(a.sel_s == 10.0f);
+    assert_true(fabsf(fs_record_lse(&a) - (10.0f + log1pf(expf(-10.0f)))) < 1e-6f);
+}
+
+/* -inf is probability zero: ignored, no flag; a row of only -inf (or of no
+ * pushed tokens at all) is all-masked. */
+static void test_neg_inf(void **state)
+{
+    (void)state;
+    fs_row_desc d = fs_row_desc_make(1.0f, 1, 2, 0, -1, 2, 0);
+    fs_record a, init;
+    fs_record_init(&init);
+    fs_record_init(&a);
+    for (int32_t v = 0; v < 5; ++v)
+        fs_record_push(&a, &d, v, -INFINITY, 0.0f);
+    assert_memory_equal(&a, &init, sizeof a);
+    assert_int_equal(fs_record_status(&a), FS_ROW_ALL_MASKED);
+    int32_t tok = 123, st = FS_ROW_OK;
+    float lp = 0.0f;
+    fs_finalize_sample(&a, &d, &tok, &lp, &st);
+    assert_int_equal(tok, -1);
+    assert_int_equal(st, FS_ROW_ALL_MASKED);
+    assert_true(isnan(lp));
+    /* one finite token among -inf ones */
+    fs_record_push(&a, &d, 4, -3.0f, 1.0f);
+    assert_int_equal(a.max_id, 4);
+    assert_int_equal(a.best_id, 4);
+    assert_true(a.sum_exp == 1.0f);
+    assert_int_equal(fs_record_status(&a), FS_ROW_OK);
+    /* merging an empty (all -inf) record either way is the identity */
+    fs_record b = a, c = init;
+    fs_record_merge(&b, &init);
+    assert_memory_equal(&b, &a, sizeof a);
+    fs_record_merge(&c, &a);
+    assert_memory_equal(&c, &a, sizeof a);
+    /* finite scores far below the max do not disturb anything */
+    fs_record_push(&a, &d, 0, -1e30f, 0.0f);
+    assert_int_equal(a.max_id, 4);
+    assert_true(a.sum_exp == 1.0f);
+}
+
+static void test_nonfinite_flag(void **state)
+{
+    (void)state;
+    fs_row_desc d = fs_row_desc_make(1.0f, 1, 2, 0, -1, -1, 0);
+    float bad[] = {NAN, INFINITY, -NAN};
+    for (int k = 0; k < 3; ++k) {
+        fs_record a, b;
+        fs_record_init(&a);
+        fs_record_init(&b);
+        fs_record_push(&a, &d, 0, 1.0f, 0.5f);
+        fs_record_push(&b, &d, 1, bad[k], 0.5f);
+        assert_true(b.flags & FS_REC_NONFINITE);
+        assert_int_equal(b.max_id, -1); /* the bad token is not a candidate */
+        assert_int_equal(b.best_id, -1);
+        assert_int_equal(fs_record_status(&b), FS_ROW_NONFINITE);
+        fs_record c = a;
+        fs_record_merge(&c, &b); /* the flag survives merging, either way */
+        assert_true(c.flags & FS_REC_NONFINITE);
+        assert_int_equal(fs_record_status(&c), FS_ROW_NONFINITE);
+        fs_record_merge(&b, &a);
+        assert_true(b.flags & FS_REC_NONFINITE);
+        assert_int_equal(b.max_id, 0);
+        /* and the finalizers turn it into sentinels */
+        int32_t tok = 5, st = 0;
+        float lp = 0.0f;
+        fs_finalize_sample(&c, &d, &tok, &lp, &st);
+        assert_int_equal(tok, -1);
+        assert_int_equal(st, FS_ROW_NONFINITE);
+        assert_true(isnan(lp));
+        float val = 0.0f;
+        fs_finalize_argmax(&c, &tok, &val, &st);
+        assert_int_equal(tok, -1);
+        assert_int_equal(st, FS_ROW_NONFINITE);
+        assert_true(isnan(val));
+    }
+    /* NaN after valid tokens (merge direction irrelevant) and before */
+    fs_record a;
+    fs_record_init(&a);
+    fs_record_push(&a, &d, 0, NAN, 0.0f);
+    fs_record_push(&a, &d, 1, 2.0f, 0.0f);
+    assert_true(a.flags & FS_REC_NONFINITE);
+    assert_int_equal(a.max_id, 1);
+}
+
+/* Large score ranges: the online LSE stays accurate and finite. */
+static void test_lse_range(void **state)
+{
+    (void)state;
+    fs_row_desc d = fs_row_desc_make(1.0f, 1, 2, 0, -1, -1, 0);
+    float s[] = {-80.0f, 85.0f, 84.0f, -1e4f, 60.0f, 85.0f, 3e4f, -3e4f};
+    fs_record a, t1, t2;
+    fs_record_init(&a);
+    fs_record_init(&t1);
+    fs_record_init(&t2);
+    double m = -INFINITY, z = 0.0;
+    for (int i = 0; i < 8; ++i) {
+        fs_record_push(&a, &d, i, s[i], 0.0f);
+        fs_record_push(i < 4 ? &t1 : &t2, &d, i, s[i], 0.0f);
+        if (s[i] > m)
+            m = s[i];
+    }
+    for (int i = 0; i < 8; ++i)
+        z += exp(s[i] - m);
+    fs_record_merge(&t2, &t1);
+    assert_int_equal(a.max_id, 6);
+    assert_int_equal(t2.max_id, 6);
+    assert_true(isfinite(fs_record_lse(&a)));
+    assert_true(fabs(fs_record_lse(&a) - (m + log(z))) < 1e-2);
+    assert_true(fabs(fs_record_lse(&t2) - (m + log(z))) < 1e-2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_merge_any_order),
+        cmocka_unit_test(test_merge_any_order_greedy),
+        cmocka_unit_test(test_merge_any_order_ties),
+        cmocka_unit_test(test_tie_lowest_id),
+        cmocka_unit_test(test_neg_inf),
+        cmocka_unit_test(test_nonfinite_flag),
+        cmocka_unit_test(test_lse_range),
+    };
+    return cmocka_run_group_tests_name("record", tests, NULL, NULL);
+}
