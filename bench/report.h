@@ -1,0 +1,47 @@
+/* Results of the benchmark: the printed table, CSV and JSON. */
+#ifndef FS_BENCH_REPORT_H
+#define FS_BENCH_REPORT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* Fused ops must run within this factor of max(floor, cuBLAS matmul alone). */
+#define BENCH_TARGET_RATIO 1.05
+
+typedef struct bench_row {
+    char family[12];   /* sample | argmax | verify */
+    char method[40];
+    int fused;         /* a fused flashspec op: judged against the target */
+    int64_t vocab, dim;
+    int64_t rows;      /* rows of the GEMM (verify: target rows) */
+    int64_t requests;  /* verify: requests; else 0 */
+    int valid;         /* 0: not measured (see note) */
+    double median_ms, min_ms, p90_ms;
+    double matmul_ms;  /* cuBLAS matmul alone at the same rows (0 if unknown) */
+    double floor_ms;   /* V * D * 2 bytes / measured bandwidth */
+    char check[96];    /* correctness cross-check of the outputs */
+    char note[512];    /* why it was not measured */
+} bench_row;
+
+typedef struct bench_meta {
+    char gpu[256];
+    int sm_count, cc_major, cc_minor;
+    size_t l2_bytes, mem_bytes;
+    double copy_gbps;   /* read + write bytes per second of a large D2D copy */
+    int reps, warmup, drafts_per_request;
+    const char *gemm_mode;
+    int cuda_runtime, cuda_driver, flashspec_version;
+    size_t cublaslt_version;
+    char timestamp[32];
+} bench_meta;
+
+double row_bound_ms(const bench_row *r);   /* max(floor, matmul) */
+const char *row_target(const bench_row *r); /* "PASS", "MISS" or "" (not fused / not measured) */
+
+void report_table_header(FILE *f);
+void report_table_row(FILE *f, const bench_row *r);
+/* 0 on success; prints the reason on failure. */
+int report_write_csv(const char *path, const bench_row *rows, int n);
+int report_write_json(const char *path, const bench_meta *m, const bench_row *rows, int n);
+
+#endif
