@@ -86,7 +86,11 @@ typedef struct bench {
     bench_row *res;
     int nres, cap;
     double *ms;
+    bench_meta meta;
+    int written;
 } bench;
+
+static bench *g_bench; /* for the exit handler */
 
 /* ---- the timed calls --------------------------------------------------- */
 
@@ -437,6 +441,8 @@ static double run_method(bench *b, const method *m, double matmul_ms)
         return 0.0;
     }
     b->err[0] = '\0';
+    snprintf(bench_activity, sizeof bench_activity, "%s V=%lld D=%lld rows=%lld", m->name,
+             (long long)b->vocab, (long long)b->dim, (long long)b->rows);
     if (m->ws != WS_NONE && prepare_fs_workspace(b, m->ws) != 0) {
         snprintf(r.note, sizeof r.note, "not run: %s", b->err);
         add_row(b, &r);
@@ -491,6 +497,8 @@ static void setup_shape(bench *b, shape s)
 {
     const options *o = &b->o;
     const int k = o->drafts;
+    snprintf(bench_activity, sizeof bench_activity, "setup of V=%lld D=%lld",
+             (long long)s.vocab, (long long)s.dim);
     b->vocab = s.vocab;
     b->dim = s.dim;
     b->max_requests = o->do_verify ? max_of(o->requests, o->nrequests) : 1;
@@ -797,6 +805,29 @@ static void parse_options(int argc, char **argv, options *o)
 
 /* ---- main -------------------------------------------------------------- */
 
+/* Writes the CSV and JSON once: at the end, or from exit() after a fatal CUDA
+ * error, so the measurements made so far are kept. */
+static int write_results(bench *b)
+{
+    int rc = 0;
+    if (b->written)
+        return 0;
+    b->written = 1;
+    if (b->o.csv && report_write_csv(b->o.csv, b->res, b->nres) != 0)
+        rc = 1;
+    if (b->o.json && report_write_json(b->o.json, &b->meta, b->res, b->nres) != 0)
+        rc = 1;
+    return rc;
+}
+
+static void write_results_at_exit(void)
+{
+    if (g_bench && !g_bench->written && g_bench->nres > 0) {
+        fprintf(stderr, "writing the %d results measured so far\n", g_bench->nres);
+        write_results(g_bench);
+    }
+}
+
 int main(int argc, char **argv)
 {
     bench b;
@@ -820,6 +851,8 @@ int main(int argc, char **argv)
 
     bench_meta meta;
     memset(&meta, 0, sizeof meta);
+    g_bench = &b;
+    atexit(write_results_at_exit);
     snprintf(meta.gpu, sizeof meta.gpu, "%s", prop.name);
     meta.sm_count = prop.multiProcessorCount;
     meta.cc_major = prop.major;
@@ -852,8 +885,10 @@ int main(int argc, char **argv)
         b.fs = NULL;
     }
 
+    snprintf(bench_activity, sizeof bench_activity, "the copy bandwidth");
     b.copy_gbps = bench_copy_bandwidth(b.stream, o->copy_mib << 20, 20);
     meta.copy_gbps = b.copy_gbps;
+    b.meta = meta;
 
     /* what the sweep costs, in timed calls */
     long calls = 0, configs = 0;
@@ -897,11 +932,7 @@ int main(int argc, char **argv)
                    (long long)b.res[i].rows, b.res[i].median_ms,
                    b.res[i].median_ms / row_bound_ms(&b.res[i]));
 
-    int rc = 0;
-    if (o->csv && report_write_csv(o->csv, b.res, b.nres) != 0)
-        rc = 1;
-    if (o->json && report_write_json(o->json, &meta, b.res, b.nres) != 0)
-        rc = 1;
+    int rc = write_results(&b);
 
     if (b.fs)
         fs_context_destroy(b.fs);

@@ -3,12 +3,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+char bench_activity[256];
+
 void bench_cuda_check(cudaError_t err, const char *what, const char *file, int line)
 {
     if (err == cudaSuccess)
         return;
-    fprintf(stderr, "%s:%d: %s failed: %s (%s)\n", file, line, what, cudaGetErrorString(err),
-            cudaGetErrorName(err));
+    fprintf(stderr, "%s:%d: %s failed: %s (%s)%s%s\n", file, line, what,
+            cudaGetErrorString(err), cudaGetErrorName(err),
+            bench_activity[0] ? " while measuring " : "", bench_activity);
     exit(1);
 }
 

@@ -10,6 +10,8 @@
 /* Abort the benchmark on a failed CUDA runtime call. */
 #define CUDA_CHECK(call) bench_cuda_check((call), #call, __FILE__, __LINE__)
 void bench_cuda_check(cudaError_t err, const char *what, const char *file, int line);
+/* What is being measured, named in the message of a failed CUDA call. */
+extern char bench_activity[256];
 
 /* Enqueue one call of the measured op on the timer's stream; 0 on success. */
 typedef int (*bench_op_fn)(void *arg);
