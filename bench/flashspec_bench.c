@@ -544,7 +544,7 @@ static void setup_shape(bench *b, shape s)
     b->ref_emitted = xmalloc(R * sizeof(int32_t));
     size_t blb = bl_workspace_bytes(N, V);
     b->bl_ws = dmalloc(blb);
-    CUDA_CHECK(cudaMemset(b->bl_ws, 0, blb));
+    CUDA_CHECK(cudaMemsetAsync(b->bl_ws, 0, blb, b->stream)); /* the stream is non-blocking */
     b->fs_ws = NULL;
     b->fs_ws_bytes = 0;
 
