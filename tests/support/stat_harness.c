@@ -1,0 +1,206 @@
+/* The chi-squared harness; see stat_harness.h. */
+#include "stat_harness.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { CHUNK = 4096 };
+
+static uint64_t mix(uint64_t z)
+{
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+uint64_t stat_seed(uint64_t base, int64_t i)
+{
+    return mix(base * 0x100000001B3ull + (uint64_t)i);
+}
+
+uint64_t stat_offset(uint64_t base, int64_t i)
+{
+    return (uint64_t)i * 3u + (base & 0xFF);
+}
+
+void stat_softmax(const float *l, const float *b, const uint32_t *allowed, int64_t V, double T,
+                  double *p)
+{
+    double m = -INFINITY, z = 0.0;
+    for (int64_t v = 0; v < V; ++v) {
+        p[v] = fst_allowed(allowed, v) ? ((double)l[v] + (b ? (double)b[v] : 0.0)) / T : -INFINITY;
+        if (p[v] > m)
+            m = p[v];
+    }
+    for (int64_t v = 0; v < V; ++v) {
+        p[v] = p[v] > -INFINITY ? exp(p[v] - m) : 0.0;
+        z += p[v];
+    }
+    for (int64_t v = 0; v < V; ++v)
+        p[v] /= z;
+}
+
+void stat_set_prob(float *l, const uint32_t *allowed, int64_t V, int32_t x, double q, double T)
+{
+    /* exp(l_x / T) / (exp(l_x / T) + S) = q  =>  l_x = T log(q S / (1 - q)) */
+    double S = 0.0;
+    for (int64_t v = 0; v < V; ++v)
+        if (v != x && fst_allowed(allowed, v))
+            S += exp((double)l[v] / T);
+    l[x] = (float)(T * log(q * S / (1.0 - q)));
+}
+
+static void widen_row(const stat_row *row, float *out)
+{
+    for (int64_t v = 0; v < row->V; ++v) {
+        float tmp = row->logits[v];
+        void *b = fst_pack(&tmp, 1, row->dt);
+        out[v] = (float)fst_get(b, 0, row->dt);
+        free(b);
+    }
+}
+
+fs_status stat_sample_counts(fs_context *ctx, const stat_row *row, uint64_t seed, int64_t n,
+                             uint64_t *counts)
+{
+    int64_t V = row->V, W = fst_mask_words(V);
+    size_t es = fst_dtype_size(row->dt);
+    int64_t chunk = n < CHUNK ? n : CHUNK;
+    char *lg = malloc(es * (size_t)(chunk * V));
+    float *bias = row->bias ? malloc(sizeof(float) * (size_t)(chunk * V)) : NULL;
+    uint32_t *al = row->allowed ? malloc(sizeof(uint32_t) * (size_t)(chunk * W)) : NULL;
+    float *T = malloc(sizeof(float) * (size_t)chunk);
+    uint64_t *sd = malloc(sizeof(uint64_t) * (size_t)chunk), *of = malloc(sizeof(uint64_t) * (size_t)chunk);
+    int32_t *tok = malloc(sizeof(int32_t) * (size_t)chunk), *st = malloc(sizeof(int32_t) * (size_t)chunk);
+    void *one = fst_pack(row->logits, (size_t)V, row->dt);
+    for (int64_t i = 0; i < chunk; ++i) {
+        memcpy(lg + es * (size_t)(i * V), one, es * (size_t)V);
+        if (bias)
+            memcpy(bias + i * V, row->bias, sizeof(float) * (size_t)V);
+        if (al)
+            memcpy(al + i * W, row->allowed, sizeof(uint32_t) * (size_t)W);
+        T[i] = row->T;
+    }
+    free(one);
+    fs_status result = FS_OK;
+    for (int64_t done = 0; done < n && result == FS_OK; done += chunk) {
+        int64_t m = n - done < chunk ? n - done : chunk;
+        for (int64_t i = 0; i < m; ++i) {
+            sd[i] = stat_seed(seed, done + i);
+            of[i] = stat_offset(seed, done + i);
+        }
+        fs_sampling p = {T, sd, of, bias, al};
+        result = fst_sample_logits(ctx, lg, row->dt, m, V, &p, tok, NULL, st);
+        for (int64_t i = 0; i < m && result == FS_OK; ++i)
+            if (tok[i] >= 0 && tok[i] < V)
+                counts[tok[i]]++;
+            else
+                result = FS_ERR_INVALID_ROWS;
+    }
+    free(lg);
+    free(bias);
+    free(al);
+    free(T);
+    free(sd);
+    free(of);
+    free(tok);
+    free(st);
+    return result;
+}
+
+void stat_sample_expected(const stat_row *row, double *prob)
+{
+    float *l = malloc(sizeof(float) * (size_t)row->V);
+    widen_row(row, l);
+    stat_softmax(l, row->bias, row->allowed, row->V, row->T, prob);
+    free(l);
+}
+
+fs_status stat_verify_counts(fs_context *ctx, const stat_verify *vp, uint64_t seed, int64_t draws,
+                             uint64_t *counts, uint64_t *malformed)
+{
+    int64_t V = vp->V, n = vp->n, W = fst_mask_words(V), per = n + 1;
+    int64_t chunk = draws < CHUNK ? draws : CHUNK;
+    float *lg = malloc(sizeof(float) * (size_t)(chunk * per * V));
+    uint32_t *al = vp->allowed ? malloc(sizeof(uint32_t) * (size_t)(chunk * per * W)) : NULL;
+    int32_t *dt = malloc(sizeof(int32_t) * (size_t)(chunk * n + 1));
+    int32_t *offs = malloc(sizeof(int32_t) * (size_t)(chunk + 1));
+    float *T = malloc(sizeof(float) * (size_t)chunk);
+    uint64_t *sd = malloc(sizeof(uint64_t) * (size_t)chunk), *of = malloc(sizeof(uint64_t) * (size_t)chunk);
+    int32_t *tok = malloc(sizeof(int32_t) * (size_t)(chunk * per));
+    int32_t *nem = malloc(sizeof(int32_t) * (size_t)chunk), *st = malloc(sizeof(int32_t) * (size_t)chunk);
+    for (int64_t i = 0; i < chunk; ++i) {
+        memcpy(lg + i * per * V, vp->rows, sizeof(float) * (size_t)(per * V));
+        if (al)
+            memcpy(al + i * per * W, vp->allowed, sizeof(uint32_t) * (size_t)(per * W));
+        memcpy(dt + i * n, vp->x, sizeof(int32_t) * (size_t)n);
+        offs[i] = (int32_t)(i * n);
+        T[i] = vp->T;
+    }
+    offs[chunk] = (int32_t)(chunk * n);
+    fs_status result = FS_OK;
+    for (int64_t done = 0; done < draws && result == FS_OK; done += chunk) {
+        int64_t m = draws - done < chunk ? draws - done : chunk;
+        for (int64_t i = 0; i < m; ++i) {
+            sd[i] = stat_seed(seed, done + i);
+            of[i] = stat_offset(seed, done + i);
+        }
+        fs_drafts d = {m, m * n, n, dt, offs}; /* offs[i] = i * n: a prefix is a layout */
+        fs_sampling p = {T, sd, of, NULL, al};
+        result = fst_verify_logits(ctx, lg, FS_DTYPE_F32, V, &d, &p, tok, nem, NULL, st);
+        for (int64_t i = 0; i < m && result == FS_OK; ++i) {
+            int32_t e = nem[i];
+            const int32_t *t = tok + i * per;
+            int ok = e >= 1 && e <= per && t[e - 1] >= 0 && t[e - 1] < V;
+            for (int64_t k = 0; ok && k < e - 1; ++k)
+                ok = t[k] == vp->x[k];
+            for (int64_t k = e; ok && k < per; ++k)
+                ok = t[k] == -1;
+            if (!ok) {
+                ++*malformed;
+                continue;
+            }
+            counts[(e - 1) * V + t[e - 1]]++;
+        }
+    }
+    free(lg);
+    free(al);
+    free(dt);
+    free(offs);
+    free(T);
+    free(sd);
+    free(of);
+    free(tok);
+    free(nem);
+    free(st);
+    return result;
+}
+
+void stat_verify_expected(const stat_verify *vp, double *prob)
+{
+    int64_t V = vp->V, n = vp->n, W = fst_mask_words(V);
+    double *p = malloc(sizeof(double) * (size_t)V);
+    double reach = 1.0; /* P(first k drafts accepted) */
+    for (int64_t k = 0; k <= n; ++k) {
+        stat_softmax(vp->rows + k * V, NULL, vp->allowed ? vp->allowed + k * W : NULL, V, vp->T,
+                     p);
+        double *cell = prob + k * V;
+        if (k == n) {
+            for (int64_t t = 0; t < V; ++t)
+                cell[t] = reach * p[t];
+            break;
+        }
+        int32_t x = vp->x[k];
+        double px = p[x];
+        double rest = 1.0 - px; /* mass of the residual before renormalising */
+        double zr = 0.0;
+        for (int64_t t = 0; t < V; ++t)
+            zr += t == x ? 0.0 : p[t];
+        for (int64_t t = 0; t < V; ++t)
+            cell[t] = (t == x || zr <= 0.0) ? 0.0 : reach * rest * p[t] / zr;
+        reach *= px;
+    }
+    free(p);
+}
