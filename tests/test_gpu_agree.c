@@ -1,0 +1,283 @@
+/* GPU vs CPU agreement: every op (sample, draft argmax, verify; fused and
+ * over logits), bf16 / fp16 / fp32, odd shapes (V not a tile multiple, D = 1,
+ * 7, 100, 136, 4096), 1 to 1030 rows, ragged verify (0..7 drafts, and a batch
+ * with no drafts at all), greedy and sampled rows, with and without bias and
+ * allowed mask.  Same inputs and seeds on both contexts; tokens must be equal
+ * except near-ties of the double-precision oracle, and the agreement rate is
+ * printed per case.  FS_GPU_TEST_SMALL=1 caps rows and D (sanitizer runs). */
+#include "gpu_util.h"
+
+#ifdef FS_HAVE_CUDA
+
+typedef struct agree_case {
+    int fused;
+    fs_dtype dt;
+    int64_t V, D, R; /* R: rows of sample/argmax, requests of verify */
+    int bias_mask;
+    int no_offset; /* offset array NULL */
+} agree_case;
+
+static const float temps[4] = {0.0f, 0.7f, 1.0f, 1.5f};
+
+/* Totals over the whole suite: near-ties must stay rare. */
+static int64_t g_units, g_differ;
+
+/* Drafts of request r: the target argmax (so that some get accepted) or a
+ * random token. */
+static void make_drafts(fst_rng *rng, int64_t R, int64_t V, const int32_t *target_argmax,
+                        int all_zero, int32_t **drafts, int32_t **offsets, int64_t *ndt)
+{
+    *offsets = malloc(sizeof(int32_t) * (size_t)(R + 1));
+    (*offsets)[0] = 0;
+    for (int64_t r = 0; r < R; ++r)
+        (*offsets)[r + 1] = (*offsets)[r] + (all_zero ? 0 : (int32_t)((r * 5 + 3) % 8));
+    *ndt = (*offsets)[R];
+    *drafts = malloc(sizeof(int32_t) * (size_t)(*ndt + 1));
+    for (int64_t r = 0; r < R; ++r)
+        for (int64_t i = (*offsets)[r]; i < (*offsets)[r + 1]; ++i) {
+            int64_t row = i + r; /* target row of draft i */
+            (*drafts)[i] = fst_unif(rng) < 0.6 && target_argmax && target_argmax[row] >= 0
+                               ? target_argmax[row]
+                               : (int32_t)fst_randint(rng, V);
+        }
+}
+
+static void run_op_case(const agree_case *c, int op, int all_zero_drafts, uint64_t seed)
+{
+    fst_rng rng;
+    fst_rng_seed(&rng, seed);
+    int64_t R = c->R, V = c->V, D = c->D;
+    int32_t *drafts = NULL, *offsets = NULL, *target_argmax = NULL;
+    int64_t ndt = 0, rows = R;
+
+    /* verify needs the layout first: rows = drafts + requests */
+    if (op == GT_VERIFY) {
+        int32_t *tmp_off = malloc(sizeof(int32_t) * (size_t)(R + 1));
+        tmp_off[0] = 0;
+        for (int64_t r = 0; r < R; ++r)
+            tmp_off[r + 1] = tmp_off[r] + (all_zero_drafts ? 0 : (int32_t)((r * 5 + 3) % 8));
+        rows = tmp_off[R] + R;
+        free(tmp_off);
+    }
+
+    gt_in in;
+    memset(&in, 0, sizeof in);
+    in.op = op;
+    in.fused = c->fused;
+    in.dt = c->dt;
+    in.V = V;
+    in.D = c->fused ? D : 0;
+    in.rows = rows;
+    in.requests = op == GT_VERIFY ? R : rows;
+
+    void *weight = NULL, *hidden = NULL, *logits = NULL;
+    if (c->fused) {
+        fst_gen_head(seed, V, D, rows, 3.0, c->dt, &weight, &hidden);
+    } else {
+        float *l = fst_gen_logits(seed, rows, V, 3.0);
+        logits = fst_pack(l, (size_t)(rows * V), c->dt);
+        free(l);
+    }
+    in.weight = weight;
+    in.hidden = hidden;
+    in.logits = logits;
+
+    float *temperature = malloc(sizeof(float) * (size_t)in.requests);
+    uint64_t *seeds = malloc(sizeof(uint64_t) * (size_t)in.requests);
+    uint64_t *offs = malloc(sizeof(uint64_t) * (size_t)in.requests);
+    for (int64_t r = 0; r < in.requests; ++r) {
+        temperature[r] = temps[(r + seed) % 4];
+        seeds[r] = seed * 1000003u + (uint64_t)r * 7919u;
+        offs[r] = (uint64_t)r * 3u + (seed & 0xff) + ((uint64_t)r << 33);
+    }
+    float *bias = c->bias_mask && op != GT_ARGMAX ? fst_gen_bias(seed, rows, V) : NULL;
+    uint32_t *allowed = c->bias_mask && op != GT_ARGMAX ? fst_gen_allowed(seed, rows, V, 0.8) : NULL;
+    in.p.temperature = temperature;
+    in.p.seed = seeds;
+    in.p.offset = c->no_offset ? NULL : offs;
+    in.p.logit_bias = bias;
+    in.p.allowed = allowed;
+
+    fs_context *cpu = fst_cpu_ctx();
+    fs_context *gpu = gt_gpu_ctx();
+
+    if (op == GT_VERIFY) {
+        /* target argmax of every row (CPU), to draft plausible tokens */
+        target_argmax = malloc(sizeof(int32_t) * (size_t)rows);
+        float *tv = malloc(sizeof(float) * (size_t)rows);
+        int32_t *ts = malloc(sizeof(int32_t) * (size_t)rows);
+        fs_lm_head head = {weight, V, D, c->dt};
+        fs_status s = c->fused ? fst_argmax(cpu, &head, hidden, rows, target_argmax, tv, ts)
+                               : fst_argmax_logits(cpu, logits, c->dt, rows, V, target_argmax,
+                                                   tv, ts);
+        assert_int_equal(s, FS_OK);
+        free(tv);
+        free(ts);
+        make_drafts(&rng, R, V, target_argmax, all_zero_drafts, &drafts, &offsets, &ndt);
+        assert_int_equal(ndt + R, rows);
+        in.d.num_requests = R;
+        in.d.num_draft_tokens = ndt;
+        in.d.max_drafts = 7;
+        in.d.draft_tokens = drafts;
+        in.d.draft_offsets = offsets;
+    }
+
+    gt_out co, go;
+    gt_out_alloc(&in, &co);
+    gt_out_alloc(&in, &go);
+    double t0 = fst_now();
+    gt_run(cpu, &in, &co);
+    double t1 = fst_now();
+    gt_run(gpu, &in, &go);
+    double t2 = fst_now();
+    assert_int_equal(co.ret, FS_OK);
+    assert_int_equal(go.ret, FS_OK);
+
+    char label[160];
+    snprintf(label, sizeof label, "%s %s V=%lld D=%lld %s=%lld%s%s%s", c->fused ? "fused" : "logits",
+             fst_dtype_name(c->dt), (long long)V, (long long)D,
+             op == GT_VERIFY ? "requests" : "rows", (long long)R, c->bias_mask ? " bias+mask" : "",
+             c->no_offset ? " offset=NULL" : "", all_zero_drafts ? " no-drafts" : "");
+    gt_agree a = gt_compare(&in, &co, &go, label);
+    printf("%-58s %-6s agree %lld/%lld (%.2f%%)%s  [cpu %.2fs gpu %.2fs]\n", label,
+           gt_op_name(op), (long long)(a.units - a.differ), (long long)a.units,
+           100.0 * (double)(a.units - a.differ) / (double)a.units,
+           a.value_bad ? "  VALUE MISMATCH" : "", t1 - t0, t2 - t1);
+    fflush(stdout);
+    assert_int_equal(a.value_bad, 0);
+    /* near-ties are rare: at most 1% of a case (and 2 in small cases) */
+    assert_true(a.differ <= 2 + a.units / 100);
+    g_units += a.units;
+    g_differ += a.differ;
+
+    gt_out_free(&co);
+    gt_out_free(&go);
+    fs_context_destroy(cpu);
+    fs_context_destroy(gpu);
+    free(weight);
+    free(hidden);
+    free(logits);
+    free(temperature);
+    free(seeds);
+    free(offs);
+    free(bias);
+    free(allowed);
+    free(drafts);
+    free(offsets);
+    free(target_argmax);
+}
+
+static void run_cases(const agree_case *cs, size_t n)
+{
+    for (size_t i = 0; i < n; ++i) {
+        uint64_t seed = 1000 + 17 * (uint64_t)i + (uint64_t)cs[i].V;
+        agree_case c = cs[i];
+        if (gt_small_mode()) { /* sanitizer runs: same code paths, less work */
+            if (c.R > 65)
+                c.R = 65;
+            if (c.D > 136)
+                c.D = 136;
+        }
+        /* verify over a target of ~4.5 rows per request: keep big-D cases smaller */
+        agree_case v = c;
+        if (v.fused && v.D >= 1000 && v.R > 64)
+            v.R = 64;
+        run_op_case(&c, GT_SAMPLE, 0, seed);
+        run_op_case(&c, GT_ARGMAX, 0, seed + 1);
+        run_op_case(&v, GT_VERIFY, 0, seed + 2);
+    }
+}
+
+static void test_fused_bf16(void **state)
+{
+    (void)state;
+    static const agree_case cs[] = {
+        {1, FS_DTYPE_BF16, 1000, 1, 1030, 0, 0},
+        {1, FS_DTYPE_BF16, 5003, 7, 300, 1, 0},
+        {1, FS_DTYPE_BF16, 4099, 100, 64, 0, 1},
+        {1, FS_DTYPE_BF16, 2000, 4096, 3, 1, 0},
+        {1, FS_DTYPE_BF16, 1000, 136, 1, 0, 0},
+        {1, FS_DTYPE_BF16, 1001, 4096, 300, 1, 0},
+        {1, FS_DTYPE_BF16, 3001, 136, 65, 0, 0},
+    };
+    run_cases(cs, sizeof cs / sizeof cs[0]);
+}
+
+static void test_fused_f16(void **state)
+{
+    (void)state;
+    static const agree_case cs[] = {
+        {1, FS_DTYPE_F16, 5003, 4096, 1, 0, 0},
+        {1, FS_DTYPE_F16, 3001, 100, 300, 1, 0},
+        {1, FS_DTYPE_F16, 1000, 7, 1030, 0, 1},
+        {1, FS_DTYPE_F16, 1000, 136, 64, 1, 0},
+        {1, FS_DTYPE_F16, 2047, 1, 3, 0, 0},
+    };
+    run_cases(cs, sizeof cs / sizeof cs[0]);
+}
+
+static void test_fused_f32(void **state)
+{
+    (void)state;
+    static const agree_case cs[] = {
+        {1, FS_DTYPE_F32, 1000, 1, 3, 0, 0},
+        {1, FS_DTYPE_F32, 4099, 100, 300, 1, 0},
+        {1, FS_DTYPE_F32, 2000, 4096, 64, 0, 0},
+        {1, FS_DTYPE_F32, 5003, 7, 1030, 1, 1},
+        {1, FS_DTYPE_F32, 1001, 33, 1, 0, 0},
+    };
+    run_cases(cs, sizeof cs / sizeof cs[0]);
+}
+
+static void test_logits(void **state)
+{
+    (void)state;
+    static const agree_case cs[] = {
+        {0, FS_DTYPE_BF16, 5003, 0, 1030, 0, 0},
+        {0, FS_DTYPE_F16, 1000, 0, 1, 1, 0},
+        {0, FS_DTYPE_F32, 4099, 0, 300, 1, 1},
+        {0, FS_DTYPE_F32, 151, 0, 3, 0, 0},
+        {0, FS_DTYPE_BF16, 1001, 0, 64, 1, 0},
+        {0, FS_DTYPE_F16, 5000, 0, 300, 0, 0},
+        {0, FS_DTYPE_F32, 40000, 0, 2, 0, 0},
+    };
+    run_cases(cs, sizeof cs / sizeof cs[0]);
+}
+
+/* A verify batch without any draft token: every request emits its bonus. */
+static void test_verify_no_drafts(void **state)
+{
+    (void)state;
+    static const agree_case cs[] = {
+        {1, FS_DTYPE_BF16, 1000, 100, 37, 1, 0},
+        {0, FS_DTYPE_F32, 2000, 0, 300, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; ++i)
+        run_op_case(&cs[i], GT_VERIFY, 1, 77 + i);
+}
+
+static void test_summary(void **state)
+{
+    (void)state;
+    printf("GPU/CPU agreement over all cases: %lld of %lld rows/requests identical (%.3f%%), "
+           "%lld near-ties\n",
+           (long long)(g_units - g_differ), (long long)g_units,
+           g_units ? 100.0 * (double)(g_units - g_differ) / (double)g_units : 100.0,
+           (long long)g_differ);
+    assert_true(g_differ * 100 <= g_units);
+}
+
+int main(void)
+{
+    GT_SKIP_WITHOUT_GPU("test_gpu_agree");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fused_bf16),       cmocka_unit_test(test_fused_f16),
+        cmocka_unit_test(test_fused_f32),        cmocka_unit_test(test_logits),
+        cmocka_unit_test(test_verify_no_drafts), cmocka_unit_test(test_summary),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
+
+#else
+GT_MAIN_WITHOUT_CUDA("test_gpu_agree")
+#endif

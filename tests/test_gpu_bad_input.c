@@ -1,0 +1,396 @@
+/* Bad input on the CUDA path.
+ *  - per-row problems (bad temperature, out-of-range draft, malformed
+ *    offsets, NaN logits / hidden states, +inf bias, all-masked row) give the
+ *    right fs_row_status and sentinels on those rows, the other rows equal the
+ *    CPU context's, and the call returns FS_OK (a CUDA context cannot know);
+ *  - host-visible problems (NULL pointers, too-small workspace) return an
+ *    error and leave the (poisoned) outputs untouched.
+ * Without a GPU, only the no-device behaviour of context creation is checked
+ * (then the test is skipped). */
+#include "gpu_util.h"
+
+#ifdef FS_HAVE_CUDA
+
+enum { V = 1003, D = 40, ROWS = 12, MAXD = 3 };
+
+static uint16_t *g_w, *g_h;
+static float *g_logits;
+
+static int setup(void **state)
+{
+    (void)state;
+    fst_gen_head(4242, V, D, 64, 3.0, FS_DTYPE_BF16, (void **)&g_w, (void **)&g_h);
+    g_logits = fst_gen_logits(4243, 64, V, 3.0);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    free(g_w);
+    free(g_h);
+    free(g_logits);
+    return 0;
+}
+
+static void expect_bad_row(const gt_out *o, int64_t r, int32_t status)
+{
+    if (o->st[r] != status)
+        fail_msg("row %lld: status %d, expected %d", (long long)r, o->st[r], status);
+    assert_int_equal(o->tok[r], -1);
+    assert_true(isnan(o->val[r]));
+}
+
+static void run_both(const gt_in *in, gt_out *co, gt_out *go)
+{
+    fs_context *cpu = fst_cpu_ctx(), *gpu = gt_gpu_ctx();
+    gt_out_alloc(in, co);
+    gt_out_alloc(in, go);
+    gt_run(cpu, in, co);
+    gt_run(gpu, in, go);
+    assert_int_equal(go->ret, FS_OK);
+    fs_context_destroy(cpu);
+    fs_context_destroy(gpu);
+}
+
+/* sample: temperatures NaN, -1, +inf, a subnormal; an all-masked row; a row
+ * with +inf bias on an allowed token; a row with +inf bias on a masked token
+ * (fine); NaN in a hidden state; the rest good. */
+static void test_sample_rows(void **state)
+{
+    (void)state;
+    float temp[ROWS] = {NAN, -1.0f, INFINITY, 1e-40f, 0.0f, 0.8f, 1.0f, 0.8f, 1.0f, 0.0f, 1.2f, 0.9f};
+    uint64_t seed[ROWS], off[ROWS];
+    for (int r = 0; r < ROWS; ++r) {
+        seed[r] = 99 + (uint64_t)r;
+        off[r] = (uint64_t)r;
+    }
+    int64_t words = fst_mask_words(V);
+    uint32_t *allowed = fst_gen_allowed(5, ROWS, V, 0.9);
+    memset(allowed + 5 * words, 0, sizeof(uint32_t) * (size_t)words); /* row 5: all masked */
+    float *bias = calloc((size_t)(ROWS * V), sizeof(float));
+    fst_set_allowed(allowed + 6 * words, 17, 1);
+    bias[6 * V + 17] = INFINITY; /* row 6: +inf on an allowed token */
+    fst_set_allowed(allowed + 7 * words, 18, 0);
+    bias[7 * V + 18] = INFINITY; /* row 7: +inf on a masked token: harmless */
+    uint16_t *hidden = malloc(sizeof(uint16_t) * ROWS * D);
+    memcpy(hidden, g_h, sizeof(uint16_t) * ROWS * D);
+    hidden[8 * D + 3] = fst_f32_to_bf16(NAN); /* row 8: NaN hidden state */
+
+    for (int fused = 0; fused <= 1; ++fused) {
+        float *logits = malloc(sizeof(float) * ROWS * V);
+        memcpy(logits, g_logits, sizeof(float) * ROWS * V);
+        logits[8 * V + 500] = NAN; /* row 8: NaN logit on an allowed token */
+        fst_set_allowed(allowed + 8 * words, 500, 1);
+        fst_set_allowed(allowed + 8 * words, 3, 1);
+        gt_in in = {GT_SAMPLE, fused, fused ? FS_DTYPE_BF16 : FS_DTYPE_F32, V, fused ? D : 0,
+                    ROWS, ROWS, g_w, hidden, logits,
+                    {temp, seed, off, bias, allowed}, {0, 0, 0, NULL, NULL}};
+        gt_out co, go;
+        run_both(&in, &co, &go);
+        for (int r = 0; r < 4; ++r)
+            expect_bad_row(&go, r, FS_ROW_BAD_TEMPERATURE);
+        expect_bad_row(&go, 5, FS_ROW_ALL_MASKED);
+        expect_bad_row(&go, 6, FS_ROW_NONFINITE);
+        expect_bad_row(&go, 8, FS_ROW_NONFINITE);
+        for (int r = 0; r < ROWS; ++r) {
+            assert_int_equal(go.st[r], co.st[r]);
+            assert_int_equal(go.tok[r], co.tok[r]); /* no near-ties at this size */
+        }
+        assert_int_equal(go.st[7], FS_ROW_OK);
+        assert_int_equal(co.ret, FS_ERR_INVALID_ROWS);
+        gt_out_free(&co);
+        gt_out_free(&go);
+        free(logits);
+    }
+    free(allowed);
+    free(bias);
+    free(hidden);
+}
+
+/* argmax over logits with NaN / +inf / -inf rows. */
+static void test_argmax_rows(void **state)
+{
+    (void)state;
+    float *logits = malloc(sizeof(float) * ROWS * V);
+    memcpy(logits, g_logits, sizeof(float) * ROWS * V);
+    logits[1 * V + 10] = NAN;
+    logits[2 * V + V - 1] = INFINITY;
+    for (int v = 0; v < V; ++v)
+        logits[3 * V + v] = -INFINITY; /* every token impossible: all masked */
+    logits[4 * V + 7] = -INFINITY;     /* one impossible token: fine */
+    gt_in in = {GT_ARGMAX, 0, FS_DTYPE_F32, V, 0, ROWS, ROWS, NULL, NULL, logits,
+                {NULL, NULL, NULL, NULL, NULL}, {0, 0, 0, NULL, NULL}};
+    gt_out co, go;
+    run_both(&in, &co, &go);
+    expect_bad_row(&go, 1, FS_ROW_NONFINITE);
+    expect_bad_row(&go, 2, FS_ROW_NONFINITE);
+    expect_bad_row(&go, 3, FS_ROW_ALL_MASKED);
+    for (int r = 0; r < ROWS; ++r) {
+        assert_int_equal(go.st[r], co.st[r]);
+        assert_int_equal(go.tok[r], co.tok[r]);
+    }
+    gt_out_free(&co);
+    gt_out_free(&go);
+    free(logits);
+}
+
+/* verify: per-request failures leave the other requests intact. */
+/* expect_status[r] < 0: any status, as long as GPU and CPU agree. */
+static void run_verify_layout(const int32_t *offsets, int64_t R, int64_t ndt, const int32_t *drafts,
+                              const float *temp, const int32_t *expect_status, int nan_row)
+{
+    int64_t rows = ndt + R;
+    uint64_t seed[16], off[16];
+    for (int r = 0; r < 16; ++r) {
+        seed[r] = 7 + (uint64_t)r;
+        off[r] = 2 * (uint64_t)r;
+    }
+    float *logits = malloc(sizeof(float) * (size_t)(rows * V));
+    memcpy(logits, g_logits, sizeof(float) * (size_t)(rows * V));
+    if (nan_row >= 0)
+        logits[nan_row * V + 5] = NAN;
+    gt_in in = {GT_VERIFY, 0, FS_DTYPE_F32, V, 0, rows, R, NULL, NULL, logits,
+                {temp, seed, off, NULL, NULL}, {R, ndt, MAXD, drafts, offsets}};
+    gt_out co, go;
+    run_both(&in, &co, &go);
+    for (int64_t r = 0; r < R; ++r) {
+        if (expect_status[r] >= 0 && go.st[r] != expect_status[r])
+            fail_msg("request %lld: status %d, expected %d", (long long)r, go.st[r],
+                     expect_status[r]);
+        assert_int_equal(go.st[r], co.st[r]);
+        assert_int_equal(go.nem[r], co.nem[r]);
+        for (int k = 0; k <= MAXD; ++k) {
+            assert_int_equal(go.tok[r * (MAXD + 1) + k], co.tok[r * (MAXD + 1) + k]);
+            if (k >= go.nem[r]) {
+                assert_int_equal(go.tok[r * (MAXD + 1) + k], -1);
+                assert_true(isnan(go.val[r * (MAXD + 1) + k]));
+            }
+        }
+        if (go.st[r] != FS_ROW_OK)
+            assert_int_equal(go.nem[r], 0);
+        else
+            assert_true(go.nem[r] >= 1);
+    }
+    gt_out_free(&co);
+    gt_out_free(&go);
+    free(logits);
+}
+
+static void test_verify_requests(void **state)
+{
+    (void)state;
+    const float t4[4] = {0.0f, 1.0f, 0.7f, 1.0f};
+    /* draft out of range in request 1 (V) and request 3 (-1); NaN in target
+       row 5, the first of request 2's rows 5..7 */
+    {
+        int32_t offsets[5] = {0, 2, 3, 5, 6};
+        int32_t drafts[6] = {1, 2, V, 4, 5, -1};
+        int32_t expect[4] = {FS_ROW_OK, FS_ROW_BAD_DRAFT, FS_ROW_NONFINITE, FS_ROW_BAD_DRAFT};
+        run_verify_layout(offsets, 4, 6, drafts, t4, expect, 5);
+    }
+    /* bad temperature in request 2 */
+    {
+        int32_t offsets[5] = {0, 1, 2, 3, 3};
+        int32_t drafts[3] = {1, 2, 3};
+        float t[4] = {0.5f, 0.0f, NAN, 1.0f};
+        int32_t expect[4] = {FS_ROW_OK, FS_ROW_OK, FS_ROW_BAD_TEMPERATURE, FS_ROW_OK};
+        run_verify_layout(offsets, 4, 3, drafts, t, expect, -1);
+    }
+    /* a request with more than max_drafts drafts, and a decreasing offset */
+    {
+        int32_t offsets[5] = {0, 4, 3, 6, 6};
+        int32_t drafts[6] = {1, 2, 3, 4, 5, 6};
+        int32_t expect[4] = {FS_ROW_BAD_OFFSETS, FS_ROW_BAD_OFFSETS, FS_ROW_OK, FS_ROW_OK};
+        run_verify_layout(offsets, 4, 6, drafts, t4, expect, -1);
+    }
+    /* offsets not starting at 0 / not ending at num_draft_tokens: all bad */
+    {
+        int32_t offsets[5] = {1, 2, 3, 4, 4};
+        int32_t drafts[4] = {1, 2, 3, 4};
+        int32_t expect[4] = {FS_ROW_BAD_OFFSETS, FS_ROW_BAD_OFFSETS, FS_ROW_BAD_OFFSETS,
+                             FS_ROW_BAD_OFFSETS};
+        run_verify_layout(offsets, 4, 4, drafts, t4, expect, -1);
+        int32_t offsets2[5] = {0, 1, 2, 3, 3};
+        run_verify_layout(offsets2, 4, 4, drafts, t4, expect, -1); /* ends at 3, not 4 */
+    }
+    /* offsets malformed in the middle so that two otherwise valid requests
+       (0 and 2) name the same target rows: whether they are flagged or not is
+       the shared request check's business (-1: any status); both backends
+       must agree, deterministically */
+    {
+        int32_t offsets[5] = {0, 3, 0, 2, 3};
+        int32_t drafts[3] = {1, 2, 3};
+        int32_t expect[4] = {-1, FS_ROW_BAD_OFFSETS, -1, -1};
+        run_verify_layout(offsets, 4, 3, drafts, t4, expect, -1);
+    }
+}
+
+/* ---- host-visible errors: nothing written -------------------------------- */
+
+static int all_bytes(const void *p, size_t n, unsigned char b)
+{
+    const unsigned char *c = p;
+    for (size_t i = 0; i < n; ++i)
+        if (c[i] != b)
+            return 0;
+    return 1;
+}
+
+static void test_host_errors(void **state)
+{
+    (void)state;
+    fs_context *gpu = gt_gpu_ctx();
+    const int64_t R = 4;
+    float temp[4] = {1, 1, 0, 1};
+    uint64_t seed[4] = {1, 2, 3, 4};
+    void *w = gt_dup(g_w, sizeof(uint16_t) * V * D), *h = gt_dup(g_h, sizeof(uint16_t) * R * D);
+    void *l = gt_dup(g_logits, sizeof(float) * R * V);
+    fs_sampling p = {gt_dup(temp, sizeof temp), gt_dup(seed, sizeof seed), NULL, NULL, NULL};
+    fs_sampling p_null_t = {NULL, p.seed, NULL, NULL, NULL};
+    fs_lm_head head = {w, V, D, FS_DTYPE_BF16};
+    size_t need = 0;
+    GT_FS(gpu, fs_sample_workspace_size(gpu, R, V, &need));
+    assert_true(need > 0);
+    void *ws = gt_dmalloc(need);
+    const size_t out_bytes = 64;
+    int32_t *tok = gt_dmalloc(out_bytes), *st = gt_dmalloc(out_bytes), *nem = gt_dmalloc(out_bytes);
+    float *val = gt_dmalloc(out_bytes);
+    int32_t offsets[5] = {0, 0, 0, 0, 0};
+    fs_drafts dr = {R, 0, 2, NULL, gt_dup(offsets, sizeof offsets)};
+    size_t vneed = 0;
+    GT_FS(gpu, fs_verify_workspace_size(gpu, R, 0, V, &vneed));
+    void *vws = gt_dmalloc(vneed);
+
+    for (int c = 0; c < 12; ++c) {
+        GT_CUDA(cudaMemset(tok, 0xA5, out_bytes));
+        GT_CUDA(cudaMemset(st, 0xA5, out_bytes));
+        GT_CUDA(cudaMemset(nem, 0xA5, out_bytes));
+        GT_CUDA(cudaMemset(val, 0xA5, out_bytes));
+        GT_CUDA(cudaDeviceSynchronize());
+        fs_status s, want;
+        switch (c) {
+        case 0:
+            want = FS_ERR_NULL_POINTER;
+            s = fs_sample(gpu, &head, NULL, R, &p, ws, need, tok, val, st);
+            break;
+        case 1:
+            want = FS_ERR_NULL_POINTER;
+            s = fs_sample(gpu, &head, h, R, &p_null_t, ws, need, tok, val, st);
+            break;
+        case 2:
+            want = FS_ERR_WORKSPACE_TOO_SMALL;
+            s = fs_sample(gpu, &head, h, R, &p, ws, need - 1, tok, val, st);
+            break;
+        case 3:
+            want = FS_ERR_NULL_POINTER;
+            s = fs_sample(gpu, &head, h, R, &p, NULL, need, tok, val, st);
+            break;
+        case 4:
+            want = FS_ERR_NULL_POINTER;
+            s = fs_sample(gpu, &head, h, R, &p, ws, need, NULL, val, st);
+            break;
+        case 5:
+            want = FS_ERR_WORKSPACE_TOO_SMALL;
+            s = fs_sample_logits(gpu, l, FS_DTYPE_F32, R, V, &p, ws, 16, tok, val, st);
+            break;
+        case 6:
+            want = FS_ERR_NULL_POINTER;
+            s = fs_draft_argmax(gpu, &head, h, R, ws, need, tok, val, NULL);
+            break;
+        case 7:
+            want = FS_ERR_WORKSPACE_TOO_SMALL;
+            s = fs_verify(gpu, &head, h, &dr, &p, vws, vneed / 2, tok, nem, val, st);
+            break;
+        case 8:
+            want = FS_ERR_NULL_POINTER;
+            s = fs_verify_logits(gpu, l, FS_DTYPE_F32, V, &dr, &p, vws, vneed, tok, NULL, val, st);
+            break;
+        case 9:
+            want = FS_ERR_INVALID_SIZE;
+            s = fs_sample(gpu, &head, h, 0, &p, ws, need, tok, val, st);
+            break;
+        case 10: {
+            fs_lm_head bad = {w, V, 0, FS_DTYPE_BF16};
+            want = FS_ERR_INVALID_SIZE;
+            s = fs_sample(gpu, &bad, h, R, &p, ws, need, tok, val, st);
+            break;
+        }
+        default: {
+            fs_lm_head bad = {w, V, D, (fs_dtype)7};
+            want = FS_ERR_INVALID_ARGUMENT;
+            s = fs_sample(gpu, &bad, h, R, &p, ws, need, tok, val, st);
+            break;
+        }
+        }
+        if (s != want)
+            fail_msg("case %d: status %s, expected %s", c, fs_status_string(s),
+                     fs_status_string(want));
+        assert_true(strlen(fs_context_last_error(gpu)) > 0);
+        GT_CUDA(cudaDeviceSynchronize());
+        unsigned char hb[64];
+        void *bufs[4] = {tok, st, nem, val};
+        for (int b = 0; b < 4; ++b) {
+            gt_down(hb, bufs[b], out_bytes);
+            if (!all_bytes(hb, out_bytes, 0xA5))
+                fail_msg("case %d: output %d was written", c, b);
+        }
+    }
+    /* and the context still works afterwards */
+    GT_FS(gpu, fs_sample(gpu, &head, h, R, &p, ws, need, tok, val, st));
+    GT_CUDA(cudaDeviceSynchronize());
+    int32_t hst[4];
+    gt_down(hst, st, sizeof hst);
+    for (int r = 0; r < 4; ++r)
+        assert_int_equal(hst[r], FS_ROW_OK);
+
+    gt_dfree(w);
+    gt_dfree(h);
+    gt_dfree(l);
+    gt_dfree(p.temperature);
+    gt_dfree(p.seed);
+    gt_dfree(ws);
+    gt_dfree(vws);
+    gt_dfree(tok);
+    gt_dfree(st);
+    gt_dfree(nem);
+    gt_dfree(val);
+    gt_dfree(dr.draft_offsets);
+    fs_context_destroy(gpu);
+}
+
+static void test_bad_ordinal(void **state)
+{
+    (void)state;
+    fs_context *ctx = (fs_context *)0x1;
+    assert_int_equal(fs_context_create(&ctx, FS_DEVICE_CUDA, 9999), FS_ERR_NO_DEVICE);
+    assert_null(ctx);
+    assert_int_equal(fs_context_create(&ctx, FS_DEVICE_CUDA, -1), FS_ERR_NO_DEVICE);
+    assert_null(ctx);
+}
+
+int main(void)
+{
+    if (!fs_cuda_available()) {
+        /* creating a CUDA context must fail cleanly, not crash */
+        fs_context *ctx = (fs_context *)0x1;
+        fs_status s = fs_context_create(&ctx, FS_DEVICE_CUDA, 0);
+        if ((s != FS_ERR_NO_DEVICE && s != FS_ERR_UNSUPPORTED) || ctx != NULL) {
+            fprintf(stderr, "fs_context_create(CUDA) without a GPU: %s\n", fs_status_string(s));
+            return 1;
+        }
+        printf("test_gpu_bad_input: no-GPU context creation -> %s; SKIP: no CUDA device\n",
+               fs_status_string(s));
+        return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sample_rows),     cmocka_unit_test(test_argmax_rows),
+        cmocka_unit_test(test_verify_requests), cmocka_unit_test(test_host_errors),
+        cmocka_unit_test(test_bad_ordinal),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
+
+#else
+GT_MAIN_WITHOUT_CUDA("test_gpu_bad_input")
+#endif
