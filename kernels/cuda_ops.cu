@@ -13,7 +13,8 @@
  * synchronisation, no copy to the host, so a call can be captured in a CUDA
  * graph.
  *
- * Workspace layout (each region starts on a 256-byte boundary):
+ * Workspace layout (each region starts on a 256-byte boundary; the first at
+ * the caller's pointer rounded up to 256 bytes):
  *   descs      fs_row_desc [rows]                      row descriptors
  *   pre_status int32       [requests]                  status before the scan
  *   owner      int32       [rows]                      verify: request owning a row
@@ -40,11 +41,12 @@ size_t align_up(size_t n)
     return (n + 255) & ~(size_t)255;
 }
 
-/* Byte size of the layout; fills w when base is given. */
+/* Byte size of the layout (with 256 bytes of slack, so that a caller's
+ * pointer of any alignment works); fills w when base is given. */
 size_t carve(const fs_context *ctx, int64_t rows, int64_t requests, int64_t vocab, void *base,
              cuda_workspace *w)
 {
-    char *p = static_cast<char *>(base);
+    char *p = reinterpret_cast<char *>(align_up(reinterpret_cast<uintptr_t>(base)));
     const size_t max_tiles = (size_t)((vocab + FS_REC_MIN_TOKENS - 1) / FS_REC_MIN_TOKENS);
     size_t at = 0;
     if (w)
@@ -65,7 +67,7 @@ size_t carve(const fs_context *ctx, int64_t rows, int64_t requests, int64_t voca
     if (w)
         w->tp_gather = p + at;
     at += align_up(fs_tp_workspace_bytes(ctx, rows));
-    return at;
+    return at + 256;
 }
 
 const char *op_name(fs_op op)
