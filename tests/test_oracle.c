@@ -423,6 +423,16 @@ static void test_sample_vs_oracle_small(void **state)
     sample_grid(257, 8, 20, 600); /* one token past a default tile */
 }
 
+static void verify_grid(int64_t V, int64_t D, int64_t R, int64_t maxd, uint64_t seed0);
+
+/* A realistic vocabulary size: many tiles, long online-LSE accumulations. */
+static void test_large_vocab_vs_oracle(void **state)
+{
+    (void)state;
+    sample_grid(50021, 64, 5, 800);
+    verify_grid(50021, 64, 5, 3, 1400);
+}
+
 static void argmax_grid(int64_t V, int64_t D, int64_t rows, uint64_t seed)
 {
     fs_context *ctx = fst_cpu_ctx();
@@ -980,6 +990,7 @@ int main(void)
         cmocka_unit_test(test_sample_vs_oracle),
         cmocka_unit_test(test_sample_vs_oracle_small),
         cmocka_unit_test(test_argmax_vs_oracle),
+        cmocka_unit_test(test_large_vocab_vs_oracle),
         cmocka_unit_test(test_verify_vs_oracle),
         cmocka_unit_test(test_verify_vs_oracle_small),
         cmocka_unit_test(test_verify_paths),
