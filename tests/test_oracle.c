@@ -983,24 +983,33 @@ static void test_summary(void **state)
     assert_true(g_near_ties <= 2 + g_compared / 1000);
 }
 
+/* A failed test must not leave a test hook set for the next one. */
+static int reset_hooks(void **state)
+{
+    (void)state;
+    fs_cpu_set_tile_size(0);
+    fs_cpu_set_faults(FS_FAULT_NONE);
+    return 0;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_dtype_converters),
-        cmocka_unit_test(test_sample_vs_oracle),
-        cmocka_unit_test(test_sample_vs_oracle_small),
-        cmocka_unit_test(test_argmax_vs_oracle),
-        cmocka_unit_test(test_large_vocab_vs_oracle),
-        cmocka_unit_test(test_verify_vs_oracle),
-        cmocka_unit_test(test_verify_vs_oracle_small),
-        cmocka_unit_test(test_verify_paths),
-        cmocka_unit_test(test_tile_independence),
-        cmocka_unit_test(test_batch_independence_sample),
-        cmocka_unit_test(test_batch_independence_verify),
-        cmocka_unit_test(test_verify_zero_drafts_is_sample),
-        cmocka_unit_test(test_greedy_ties),
-        cmocka_unit_test(test_oracle_detects_faults),
-        cmocka_unit_test(test_summary),
+        cmocka_unit_test_setup(test_dtype_converters, reset_hooks),
+        cmocka_unit_test_setup(test_sample_vs_oracle, reset_hooks),
+        cmocka_unit_test_setup(test_sample_vs_oracle_small, reset_hooks),
+        cmocka_unit_test_setup(test_argmax_vs_oracle, reset_hooks),
+        cmocka_unit_test_setup(test_large_vocab_vs_oracle, reset_hooks),
+        cmocka_unit_test_setup(test_verify_vs_oracle, reset_hooks),
+        cmocka_unit_test_setup(test_verify_vs_oracle_small, reset_hooks),
+        cmocka_unit_test_setup(test_verify_paths, reset_hooks),
+        cmocka_unit_test_setup(test_tile_independence, reset_hooks),
+        cmocka_unit_test_setup(test_batch_independence_sample, reset_hooks),
+        cmocka_unit_test_setup(test_batch_independence_verify, reset_hooks),
+        cmocka_unit_test_setup(test_verify_zero_drafts_is_sample, reset_hooks),
+        cmocka_unit_test_setup(test_greedy_ties, reset_hooks),
+        cmocka_unit_test_setup(test_oracle_detects_faults, reset_hooks),
+        cmocka_unit_test_setup(test_summary, reset_hooks),
     };
     return cmocka_run_group_tests_name("oracle", tests, NULL, NULL);
 }
