@@ -36,7 +36,9 @@
  * Sampling law: for a row with temperature T > 0, additive bias b and allowed
  * set A, the scores are s_i = (l_i + b_i) * (1/T) for i in A and -inf
  * otherwise, and P(token = i) = softmax(s)_i exactly (Gumbel-max).  T = 0 is
- * greedy: the argmax of l + b over A, lowest token id on ties.  A logit of
+ * greedy: the argmax of l + b over A, lowest token id on ties; so is any
+ * T < FS_MIN_TEMPERATURE (there (l + b) / T overflows float, and the law is
+ * greedy up to logit gaps of ~1e-4, as in vLLM and SGLang).  A logit of
  * -inf means probability zero; NaN or +inf on an allowed token makes the row
  * FS_ROW_NONFINITE.
  */
@@ -54,6 +56,9 @@ extern "C" {
 #define FS_VERSION_MINOR 1
 #define FS_VERSION_PATCH 0
 #define FS_VERSION ((FS_VERSION_MAJOR * 10000) + (FS_VERSION_MINOR * 100) + FS_VERSION_PATCH)
+
+/* Temperatures in [0, FS_MIN_TEMPERATURE) sample greedily (see below). */
+#define FS_MIN_TEMPERATURE 1e-5f
 
 #if defined(_WIN32)
 #define FS_API
@@ -191,6 +196,11 @@ FS_API fs_status fs_draft_argmax_logits(fs_context *ctx, const void *logits, fs_
  * rows, stored consecutively from row draft_offsets[r] + r: row j holds the
  * target model's hidden state (or logits) at draft position j, row n_r the
  * bonus position.  Total target rows = num_draft_tokens + num_requests.
+ * Offsets that are not a well-formed layout (not starting at 0, decreasing,
+ * or not ending at num_draft_tokens) fail every request with
+ * FS_ROW_BAD_OFFSETS; a request with more than max_drafts drafts fails alone.  A request any of whose rows is
+ * non-finite or all-masked fails as a whole, whether or not the walk below
+ * reaches that row.
  *
  * For each request, drafts are accepted left to right: at T > 0 draft x is
  * accepted iff u <= p(x) (u uniform, p the target at that position); at T = 0

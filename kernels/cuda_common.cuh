@@ -186,7 +186,7 @@ cudaError_t fs_cuda_configure_current(int device);
 
 /* Row descriptors and pre-scan statuses (kernels/prep.cu). */
 cudaError_t fs_launch_prep(const fs_op_args *a, fs_row_desc *descs, int32_t *pre_status,
-                           int32_t *owner, cudaStream_t stream);
+                           int32_t *layout_status, cudaStream_t stream);
 
 /* Fused LM-head scans: bf16/fp16 tensor cores (scan_mma.cu), fp32 SIMT
  * (scan_simt.cu).  They write tiles_per_row = ceil(V / FS_FUSED_TILE_V)

@@ -17,7 +17,7 @@
  * the caller's pointer rounded up to 256 bytes):
  *   descs      fs_row_desc [rows]                      row descriptors
  *   pre_status int32       [requests]                  status before the scan
- *   owner      int32       [rows]                      verify: request owning a row
+ *   layout     int32       [1]                         verify: status of the offsets layout
  *   tile_recs  fs_record   [rows][ceil(V / 128)]       per-(row, tile) records
  *   row_recs   fs_record   [rows]                      merged records (the TP seam)
  *   tp_gather  fs_record   [ranks][rows]               only when sharded over > 1 rank
@@ -30,7 +30,7 @@ namespace {
 struct cuda_workspace {
     fs_row_desc *descs;
     int32_t *pre_status;
-    int32_t *owner;
+    int32_t *layout;
     fs_record *tile_recs;
     fs_record *row_recs;
     void *tp_gather;
@@ -56,8 +56,8 @@ size_t carve(const fs_context *ctx, int64_t rows, int64_t requests, int64_t voca
         w->pre_status = reinterpret_cast<int32_t *>(p + at);
     at += align_up((size_t)requests * sizeof(int32_t));
     if (w)
-        w->owner = reinterpret_cast<int32_t *>(p + at);
-    at += align_up((size_t)rows * sizeof(int32_t));
+        w->layout = reinterpret_cast<int32_t *>(p + at);
+    at += align_up(sizeof(int32_t));
     if (w)
         w->tile_recs = reinterpret_cast<fs_record *>(p + at);
     at += align_up((size_t)rows * max_tiles * sizeof(fs_record));
@@ -103,7 +103,7 @@ extern "C" fs_status fs_cuda_run(fs_context *ctx, const fs_op_args *a)
         return st;
     cudaStream_t stream = static_cast<cudaStream_t>(ctx->stream);
     const char *step = "prep";
-    cudaError_t e = fs_launch_prep(a, w.descs, w.pre_status, w.owner, stream);
+    cudaError_t e = fs_launch_prep(a, w.descs, w.pre_status, w.layout, stream);
 
     fs_scan_args s;
     s.descs = w.descs;

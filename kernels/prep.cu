@@ -33,66 +33,58 @@ __global__ void fs_prep_rows_kernel(int argmax, const float *__restrict__ temper
                                                   (int32_t)r);
 }
 
-/* verify, step 1: every row is skipped and unowned until a valid request
- * claims it (malformed offsets cannot be mapped to rows). */
-__global__ void fs_prep_verify_init_kernel(int64_t rows, fs_row_desc *descs, int32_t *owner)
+/* verify, step 1: every row is skipped until a valid request claims it, and
+ * one block checks the whole offsets layout (a malformed layout fails every
+ * request; a well-formed one gives every request disjoint rows). */
+__global__ void fs_prep_verify_init_kernel(int64_t rows, fs_row_desc *descs)
 {
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= rows)
-        return;
-    descs[i] = fs_row_desc_skip();
-    owner[i] = -1;
+    if (i < rows)
+        descs[i] = fs_row_desc_skip();
 }
 
-/* verify, step 2: per request status; a valid request claims its rows.  With
- * offsets that are malformed in the middle two valid requests can name the
- * same row; the CPU backend then keeps the later request's descriptor, and
- * the highest claimant wins here too, so both backends agree and no two
- * threads race on a descriptor. */
-__global__ void fs_prep_verify_claim_kernel(const int32_t *__restrict__ offsets,
-                                            const int32_t *__restrict__ drafts,
-                                            const float *__restrict__ temperature,
-                                            int64_t num_requests, int64_t num_draft_tokens,
-                                            int64_t max_drafts, int64_t global_vocab,
-                                            int32_t *pre_status, int32_t *owner)
+__global__ void fs_prep_verify_layout_kernel(const int32_t *__restrict__ offsets,
+                                             int64_t num_requests, int64_t num_draft_tokens,
+                                             int32_t *layout_status)
 {
-    int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (r >= num_requests)
-        return;
-    int32_t st = fs_verify_request_status(offsets, drafts, r, num_requests, num_draft_tokens,
-                                          max_drafts, global_vocab, temperature[r]);
-    pre_status[r] = st;
-    if (st != FS_ROW_OK)
-        return;
-    int64_t begin = offsets[r], n = offsets[r + 1] - begin;
-    for (int64_t j = 0; j <= n; ++j)
-        atomicMax(&owner[begin + r + j], (int32_t)r);
+    int bad = 0;
+    for (int64_t r = threadIdx.x; r < num_requests; r += blockDim.x)
+        bad |= offsets[r + 1] < offsets[r];
+    bad = __syncthreads_or(bad);
+    if (threadIdx.x == 0)
+        *layout_status = bad || offsets[0] != 0 || (int64_t)offsets[num_requests] != num_draft_tokens
+                             ? FS_ROW_BAD_OFFSETS
+                             : FS_ROW_OK;
 }
 
-/* verify, step 3: a valid request writes the descriptors of the rows it owns. */
+/* verify, step 2: per request status; a valid request writes its rows. */
 __global__ void fs_prep_verify_desc_kernel(const int32_t *__restrict__ offsets,
                                            const int32_t *__restrict__ drafts,
                                            const float *__restrict__ temperature,
                                            const uint64_t *__restrict__ seed,
                                            const uint64_t *__restrict__ offset,
-                                           int64_t num_requests, const int32_t *pre_status,
-                                           const int32_t *owner, fs_row_desc *descs)
+                                           int64_t num_requests, int64_t max_drafts,
+                                           int64_t global_vocab, const int32_t *layout_status,
+                                           int32_t *pre_status,
+                                           fs_row_desc *descs)
 {
     int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (r >= num_requests || pre_status[r] != FS_ROW_OK)
+    if (r >= num_requests)
+        return;
+    float t = temperature[r];
+    int32_t st = fs_verify_request_status(*layout_status, offsets, drafts, r, max_drafts,
+                                          global_vocab, t);
+    pre_status[r] = st;
+    if (st != FS_ROW_OK)
         return;
     int64_t begin = offsets[r], n = offsets[r + 1] - begin;
-    float t = temperature[r];
     uint64_t sd = seed[r], off = offset ? offset[r] : 0;
-    for (int64_t j = 0; j <= n; ++j) {
-        int64_t row = begin + r + j;
-        if (owner[row] == (int32_t)r)
-            descs[row] = fs_verify_row_desc(drafts + begin, n, j, t, sd, off, (int32_t)r);
-    }
+    for (int64_t j = 0; j <= n; ++j)
+        descs[begin + r + j] = fs_verify_row_desc(drafts + begin, n, j, t, sd, off, (int32_t)r);
 }
 
 cudaError_t fs_launch_prep(const fs_op_args *a, fs_row_desc *descs, int32_t *pre_status,
-                           int32_t *owner, cudaStream_t stream)
+                           int32_t *layout_status, cudaStream_t stream)
 {
     const fs_sampling *p = a->params;
     if (a->op != FS_OP_VERIFY) {
@@ -103,19 +95,12 @@ cudaError_t fs_launch_prep(const fs_op_args *a, fs_row_desc *descs, int32_t *pre
         return cudaGetLastError();
     }
     const fs_drafts *d = a->drafts;
-    fs_prep_verify_init_kernel<<<prep_blocks(a->rows), FS_PREP_THREADS, 0, stream>>>(
-        a->rows, descs, owner);
-    cudaError_t e = cudaGetLastError();
-    if (e != cudaSuccess)
-        return e;
-    fs_prep_verify_claim_kernel<<<prep_blocks(d->num_requests), FS_PREP_THREADS, 0, stream>>>(
-        d->draft_offsets, d->draft_tokens, p->temperature, d->num_requests, d->num_draft_tokens,
-        d->max_drafts, a->global_vocab, pre_status, owner);
-    e = cudaGetLastError();
-    if (e != cudaSuccess)
-        return e;
+    fs_prep_verify_init_kernel<<<prep_blocks(a->rows), FS_PREP_THREADS, 0, stream>>>(a->rows,
+                                                                                     descs);
+    fs_prep_verify_layout_kernel<<<1, 1024, 0, stream>>>(
+        d->draft_offsets, d->num_requests, d->num_draft_tokens, layout_status);
     fs_prep_verify_desc_kernel<<<prep_blocks(d->num_requests), FS_PREP_THREADS, 0, stream>>>(
         d->draft_offsets, d->draft_tokens, p->temperature, p->seed, p->offset, d->num_requests,
-        pre_status, owner, descs);
+        d->max_drafts, a->global_vocab, layout_status, pre_status, descs);
     return cudaGetLastError();
 }

@@ -81,9 +81,10 @@ static void build_descs(const fs_op_args *a, const cpu_workspace *w)
         const fs_drafts *d = a->drafts;
         for (int64_t i = 0; i < a->rows; ++i)
             w->descs[i] = fs_row_desc_skip();
+        int32_t layout =
+            fs_verify_layout_status(d->draft_offsets, d->num_requests, d->num_draft_tokens);
         for (int64_t r = 0; r < d->num_requests; ++r) {
-            int32_t st = fs_verify_request_status(d->draft_offsets, d->draft_tokens, r,
-                                                  d->num_requests, d->num_draft_tokens,
+            int32_t st = fs_verify_request_status(layout, d->draft_offsets, d->draft_tokens, r,
                                                   d->max_drafts, a->global_vocab,
                                                   p->temperature[r]);
             w->pre_status[r] = st;

@@ -16,6 +16,7 @@
 
 FS_HD int32_t fs_temperature_status(float t)
 {
+    /* denormal temperatures are rejected as probable garbage */
     if (!(t >= 0.0f) || t == INFINITY || (t > 0.0f && t < FLT_MIN))
         return FS_ROW_BAD_TEMPERATURE;
     return FS_ROW_OK;
@@ -26,7 +27,8 @@ FS_HD fs_row_desc fs_row_desc_make(float temperature, uint64_t seed, uint64_t of
                                    int32_t request)
 {
     fs_row_desc d;
-    int greedy = temperature == 0.0f;
+    /* below FS_MIN_TEMPERATURE, (l + b) / T overflows float for ordinary logits */
+    int greedy = temperature < FS_MIN_TEMPERATURE;
     d.inv_temp = greedy ? 1.0f : 1.0f / temperature;
     d.flags = FS_ROWF_VALID | (greedy ? FS_ROWF_GREEDY : 0u);
     d.seed = seed;
@@ -85,20 +87,33 @@ FS_HD void fs_finalize_argmax(const fs_record *r, int32_t *token, float *logit, 
         *logit = st == FS_ROW_OK ? r->max_s : NAN;
 }
 
-/* Checks on one verify request that need only the draft arrays (done on the
- * device for a CUDA context).  Any request fails if the offsets as a whole are
- * malformed at either end, so a malformed layout never maps rows wrongly. */
-FS_HD int32_t fs_verify_request_status(const int32_t *offsets, const int32_t *drafts,
-                                       int64_t r, int64_t num_requests,
-                                       int64_t num_draft_tokens, int64_t max_drafts,
-                                       int64_t global_vocab, float temperature)
+/* Status of the verify layout as a whole: offsets start at 0, never
+ * decrease and end at num_draft_tokens.  A malformed layout cannot be mapped
+ * to rows, so every request of the call fails with FS_ROW_BAD_OFFSETS; with a
+ * well-formed one the requests' rows are disjoint. */
+FS_HD int32_t fs_verify_layout_status(const int32_t *offsets, int64_t num_requests,
+                                      int64_t num_draft_tokens)
 {
     if (offsets[0] != 0 || (int64_t)offsets[num_requests] != num_draft_tokens)
         return FS_ROW_BAD_OFFSETS;
-    int64_t begin = offsets[r], end = offsets[r + 1];
-    if (begin < 0 || end < begin || end > num_draft_tokens || end - begin > max_drafts)
+    for (int64_t r = 0; r < num_requests; ++r)
+        if (offsets[r + 1] < offsets[r])
+            return FS_ROW_BAD_OFFSETS;
+    return FS_ROW_OK;
+}
+
+/* Status of request r before the scan, given the layout's status: more than
+ * max_drafts drafts (its output row would overflow), a draft id outside the
+ * vocabulary, or a bad temperature fail this request only. */
+FS_HD int32_t fs_verify_request_status(int32_t layout_status, const int32_t *offsets,
+                                       const int32_t *drafts, int64_t r, int64_t max_drafts,
+                                       int64_t global_vocab, float temperature)
+{
+    if (layout_status != FS_ROW_OK)
+        return layout_status;
+    if ((int64_t)offsets[r + 1] - offsets[r] > max_drafts)
         return FS_ROW_BAD_OFFSETS;
-    for (int64_t i = begin; i < end; ++i)
+    for (int64_t i = offsets[r]; i < offsets[r + 1]; ++i)
         if (drafts[i] < 0 || (int64_t)drafts[i] >= global_vocab)
             return FS_ROW_BAD_DRAFT;
     return fs_temperature_status(temperature);
@@ -125,13 +140,14 @@ FS_HD void fs_finalize_verify(const fs_record *recs, const fs_row_desc *descs,
 {
     int32_t st = *status;
     int64_t k = 0;
+    /* every row counts, reached or not, so the status never depends on
+       where the random walk stops */
+    for (int64_t j = 0; st == FS_ROW_OK && j <= n; ++j)
+        st = fs_record_status(&recs[j]);
     if (st == FS_ROW_OK) {
         for (int64_t j = 0; j <= n; ++j) {
             const fs_record *r = &recs[j];
             const fs_row_desc *d = &descs[j];
-            st = fs_record_status(r);
-            if (st != FS_ROW_OK)
-                break;
             float lse = fs_record_lse(r);
             int greedy = (d->flags & FS_ROWF_GREEDY) != 0;
             if (j < n) {
@@ -161,8 +177,6 @@ FS_HD void fs_finalize_verify(const fs_record *recs, const fs_row_desc *descs,
             break;
         }
     }
-    if (st != FS_ROW_OK)
-        k = 0;
     for (int64_t i = k; i < stride; ++i) {
         out_tokens[i] = -1;
         if (out_logprobs)
