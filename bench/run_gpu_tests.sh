@@ -9,6 +9,7 @@
 # Environment:
 #   FS_CUDA_ARCHS   CMAKE_CUDA_ARCHITECTURES (default "90a-real"; "80-real;90a-real" adds A100)
 #   FS_BUILD_DIR    build directory (default build-tests-sm90a)
+#   FS_BENCH        ON also builds the benchmark in the same tree (default OFF)
 #   FS_JOBS         build parallelism (default 16)
 #   FS_SANITIZE     0 skips the sanitizer steps (default 1)
 #   FS_SAN_TESTS    GPU tests run under the sanitizers (default: every test_gpu_*
@@ -102,7 +103,7 @@ fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >>"$LOG" 2>&1 || true
 built=1
 run_step configure cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
-  "-DCMAKE_CUDA_ARCHITECTURES=$ARCHS" -DFLASHSPEC_TESTS=ON -DFLASHSPEC_BENCH=OFF \
+  "-DCMAKE_CUDA_ARCHITECTURES=$ARCHS" -DFLASHSPEC_TESTS=ON "-DFLASHSPEC_BENCH=${FS_BENCH:-OFF}" \
   ${cmake_extra[@]+"${cmake_extra[@]}"} || built=0
 if [ $built = 1 ]; then
   run_step build cmake --build "$BUILD" -j"$JOBS" || built=0
