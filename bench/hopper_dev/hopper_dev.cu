@@ -50,6 +50,7 @@
     } while (0)
 
 static cudaStream_t g_stream;
+static bool g_nocluster = false; /* FSH_NOCLUSTER=1: force 1x1 clusters everywhere */
 static cublasHandle_t g_blas;
 static int g_sms;
 
@@ -200,7 +201,7 @@ static void alloc_all()
     CK(cudaMalloc(&B.Lb, (size_t)MAXR * MAXV * 2));
     CK(cudaMalloc(&B.bias, (size_t)MAXR * (MAXV + 256) * 4));
     CK(cudaMalloc(&B.allowed, (size_t)MAXR * ((MAXV + 256) / 32 + 1) * 4));
-    CK(cudaMalloc(&B.descs, (size_t)MAXR * sizeof(fs_row_desc)));
+    CK(cudaMalloc(&B.descs, (size_t)1024 * sizeof(fs_row_desc)));
     const size_t nrec = (size_t)MAXR * ((MAXV + 127) / 128 + 1);
     CK(cudaMalloc(&B.recs, nrec * sizeof(fs_record)));
     CK(cudaMalloc(&B.ref, nrec * sizeof(fs_record)));
@@ -394,6 +395,7 @@ struct Case {
     int bf16;
     int force_bn;
     int desc_mode;
+    int force_cm, force_cn;
 };
 
 static bool run_case(const Case &k, std::vector<std::string> &summary)
@@ -421,18 +423,30 @@ static bool run_case(const Case &k, std::vector<std::string> &summary)
     CK(cudaGetLastError());
     CK(cudaMemsetAsync(B.recs, 0xFF, nrec * sizeof(fs_record), g_stream)); /* poison */
     fs_hopper_opts o;
+    memset(&o, 0, sizeof o);
     o.rec_tile_stride = rows;
     o.rec_row_stride = 1;
     o.force_bn = k.force_bn;
+    o.force_cm = g_nocluster ? 1 : k.force_cm;
+    o.force_cn = g_nocluster ? 1 : k.force_cn;
     int rc = fs_hopper_scan_launch_ex(B.W, B.H, k.bf16, V, D, rows, voff, GV, B.descs,
                                       k.bias ? B.bias : nullptr, k.mask ? B.allowed : nullptr,
                                       B.recs, nt, g_sms, &o, g_stream);
     char name[160];
     int64_t nrb = 0;
-    int bn = k.force_bn ? k.force_bn : fs_hopper_pick_bn(rows, &nrb);
-    snprintf(name, sizeof name, "V=%ld D=%ld rows=%ld off=%ld %s%s%s bn=%d", (long)V, (long)D,
-             (long)rows, (long)voff, k.bf16 ? "bf16" : "fp16", k.bias ? " bias" : "",
-             k.mask ? " mask" : "", bn);
+    int cm = 1, cn = 1;
+    int bn = fs_hopper_pick(rows, &nrb, &cm, &cn);
+    if (k.force_bn)
+        bn = k.force_bn;
+    if (k.force_cm)
+        cm = k.force_cm;
+    if (k.force_cn)
+        cn = k.force_cn;
+    if (g_nocluster)
+        cm = cn = 1;
+    snprintf(name, sizeof name, "V=%ld D=%ld rows=%ld off=%ld %s%s%s bn=%d c=%dx%d", (long)V,
+             (long)D, (long)rows, (long)voff, k.bf16 ? "bf16" : "fp16", k.bias ? " bias" : "",
+             k.mask ? " mask" : "", bn, cm, cn);
     if (rc != 0) {
         printf("  %-60s LAUNCH FAILED rc=%d (%s)\n", name, rc, cudaGetErrorString((cudaError_t)rc));
         summary.push_back(std::string("FAIL launch ") + name);
@@ -532,13 +546,17 @@ template <class F> static float median_ms(F f, int reps = 30, bool flush = true)
     return ts[ts.size() / 2];
 }
 
-static float time_mine(int64_t V, int64_t D, int64_t rows, int force_bn)
+static float time_mine(int64_t V, int64_t D, int64_t rows, int force_bn, int force_cm = 0,
+                       int force_cn = 0)
 {
     const int64_t nt = fs_hopper_num_tiles(V, rows);
     fs_hopper_opts o;
+    memset(&o, 0, sizeof o);
     o.rec_tile_stride = rows;
     o.rec_row_stride = 1;
     o.force_bn = force_bn;
+    o.force_cm = g_nocluster ? 1 : force_cm;
+    o.force_cn = g_nocluster ? 1 : force_cn;
     return median_ms([&] {
         int rc = fs_hopper_scan_launch_ex(B.W, B.H, 1, V, D, rows, 0, V, B.descs, nullptr, nullptr,
                                           B.recs, nt, g_sms, &o, g_stream);
@@ -562,6 +580,9 @@ static float time_cublas(int64_t V, int64_t D, int64_t rows)
 int main(int argc, char **argv)
 {
     bool quick = argc > 1 && !strcmp(argv[1], "quick");
+    g_nocluster = getenv("FSH_NOCLUSTER") && atoi(getenv("FSH_NOCLUSTER"));
+    if (g_nocluster)
+        printf("FSH_NOCLUSTER: every launch without clusters\n");
     cudaDeviceProp p;
     CK(cudaGetDeviceProperties(&p, 0));
     g_sms = p.multiProcessorCount;
@@ -586,8 +607,14 @@ int main(int argc, char **argv)
     int fails = 0;
     printf("== correctness ==\n");
     std::vector<Case> cases = {
-        /* V, D, rows, voff, gv_extra, bias, mask, bf16, force_bn, desc_mode */
+        /* V, D, rows, voff, gv_extra, bias, mask, bf16, force_bn, desc_mode, force_cm, force_cn */
         {10000, 4104, 37, 3, 50, true, true, 1, 0, 0},   /* D % 64 != 0, unaligned offset */
+        {10000, 1024, 100, 1, 0, true, true, 1, 32, 0, 4, 2}, /* cluster 8, odd tiles */
+        {10000, 1024, 64, 0, 0, false, false, 1, 16, 0, 2, 2}, /* cluster 4 of 16-row blocks */
+        {20000, 2048, 500, 0, 0, false, false, 1, 0, 0},      /* 4 row blocks, cn = 2 */
+        {20000, 2048, 77, 0, 0, false, false, 0, 0, 0},       /* fp16, cluster 2 */
+        {20000, 4096, 128, 0, 0, false, false, 1, 0, 0},      /* cluster 2 */
+        {20001, 4096, 256, 0, 0, false, true, 1, 0, 0},       /* cluster 2x2, odd tiles */
         {5000, 512, 5, 0, 0, false, false, 0, 0, 0},     /* fp16 */
         {4097, 64, 16, 8, 0, false, false, 1, 0, 0},     /* one k-block */
         {10000, 1024, 100, 0, 0, true, false, 1, 32, 0}, /* 4 row blocks of 32 */
@@ -608,7 +635,7 @@ int main(int argc, char **argv)
         {128256, 8192, 320, 0, 0, false, false, 1, 128, 0},
     };
     for (const Case &k : cases) {
-        if (quick && k.V * k.rows > 2000000)
+        if (quick && k.V * k.rows > 11000000)
             continue;
         if (!run_case(k, summary))
             ++fails;
@@ -626,7 +653,7 @@ int main(int argc, char **argv)
         char line[400];
         snprintf(line, sizeof line, "copy BW %.0f GB/s", copy_bw / 1e9);
         table.push_back(line);
-        table.push_back("   V     D  rows  bn x rb | mine ms | cuBLAS ms | floor ms | mine/max(floor,cublas) | W GB/s");
+        table.push_back("   V     D  rows  bnxrb clus | mine ms | cuBLAS ms | floor ms | mine/max(floor,cublas) | W GB/s");
         const int64_t shapes[2][2] = {{151936, 4096}, {128256, 8192}};
         const int64_t row_list[] = {1, 16, 32, 64, 128, 256, 320};
         for (auto &sh : shapes) {
@@ -640,25 +667,27 @@ int main(int argc, char **argv)
             const double floor_ms = wbytes / copy_bw * 1e3;
             for (int64_t rows : row_list) {
                 int64_t nrb;
-                int bn = fs_hopper_pick_bn(rows, &nrb);
+                int cm, cn;
+                int bn = fs_hopper_pick(rows, &nrb, &cm, &cn);
                 float tm = time_mine(V, D, rows, 0);
                 float tc = time_cublas(V, D, rows);
                 double ref = std::max((double)tc, floor_ms);
                 snprintf(line, sizeof line,
-                         "%6ld %5ld %5ld %3d x %ld | %7.3f | %9.3f | %8.3f | %6.3f | %6.0f", (long)V,
-                         (long)D, (long)rows, bn, (long)nrb, tm, tc, floor_ms, tm / ref,
-                         wbytes / (tm * 1e-3) / 1e9);
+                         "%6ld %5ld %5ld %3dx%ld c%dx%d | %7.3f | %9.3f | %8.3f | %6.3f | %6.0f",
+                         (long)V, (long)D, (long)rows, bn, (long)nrb, cm, cn, tm, tc, floor_ms,
+                         tm / ref, wbytes / (tm * 1e-3) / 1e9);
                 printf("%s\n", line);
                 fflush(stdout);
                 table.push_back(line);
             }
-            /* variants: other row-block widths */
-            const int64_t var[][2] = {{16, 32}, {64, 32}, {64, 128}, {128, 64}, {256, 160}, {256, 64},
-                                      {320, 128}, {320, 64}};
+            /* variants: other tiles / cluster shapes */
+            const int var[][4] = {{64, 64, 1, 1},   {64, 64, 4, 1},   {128, 128, 1, 1},
+                                  {128, 128, 4, 1}, {256, 128, 4, 2}, {256, 128, 1, 2},
+                                  {320, 160, 4, 2}, {320, 160, 1, 2}, {320, 160, 2, 1}};
             for (auto &vv : var) {
-                float tm = time_mine(V, D, vv[0], (int)vv[1]);
-                snprintf(line, sizeof line, "   variant V=%ld D=%ld rows=%ld bn=%ld: %.3f ms", (long)V,
-                         (long)D, (long)vv[0], (long)vv[1], tm);
+                float tm = time_mine(V, D, vv[0], vv[1], vv[2], vv[3]);
+                snprintf(line, sizeof line, "   variant V=%ld D=%ld rows=%d bn=%d c%dx%d: %.3f ms",
+                         (long)V, (long)D, vv[0], vv[1], vv[2], vv[3], tm);
                 printf("%s\n", line);
                 table.push_back(line);
             }

@@ -18,6 +18,17 @@ grep -q "kernel rc=0" "$OUT/build_kernel.txt" || { cat "$OUT/build_kernel.txt"; 
 nvcc -gencode=arch=compute_90a,code=sm_90a /tmp/hopper_dev.o /tmp/scan_hopper.o -lcublas -o $BIN || exit 1
 cuobjdump -sass /tmp/scan_hopper.o > "$OUT/sass.txt" 2>&1
 echo "SASS: HGMMA $(grep -c HGMMA "$OUT/sass.txt"), UTMALDG $(grep -c UTMALDG "$OUT/sass.txt"), LDL/STL $(grep -cE 'LDL|STL' "$OUT/sass.txt")"
-timeout -s KILL 380 $BIN "$@" 2>&1 | tee "$OUT/log.txt"
-echo "exit ${PIPESTATUS[0]}"
+if [ "${1:-}" = quick ]; then
+  timeout -s KILL 300 $BIN quick 2>&1 | tee "$OUT/log.txt"
+  echo "exit ${PIPESTATUS[0]}"
+else
+  # small shapes first (clusters included); if they hang or fail, time without clusters
+  timeout -s KILL 120 $BIN quick > "$OUT/quick.txt" 2>&1
+  q=$?
+  tail -n 30 "$OUT/quick.txt"
+  echo "quick exit $q"
+  if [ $q -ne 0 ]; then export FSH_NOCLUSTER=1; fi
+  timeout -s KILL 300 $BIN 2>&1 | tee "$OUT/log.txt"
+  echo "exit ${PIPESTATUS[0]}"
+fi
 nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv >> "$OUT/gpu.txt" 2>&1
