@@ -197,11 +197,19 @@ static void test_verify_requests(void **state)
         int32_t expect[4] = {FS_ROW_OK, FS_ROW_OK, FS_ROW_BAD_TEMPERATURE, FS_ROW_OK};
         run_verify_layout(offsets, 4, 3, drafts, t, expect, -1);
     }
-    /* a request with more than max_drafts drafts, and a decreasing offset */
+    /* a request with more than max_drafts drafts fails alone */
     {
-        int32_t offsets[5] = {0, 4, 3, 6, 6};
+        int32_t offsets[5] = {0, 4, 4, 6, 6};
         int32_t drafts[6] = {1, 2, 3, 4, 5, 6};
-        int32_t expect[4] = {FS_ROW_BAD_OFFSETS, FS_ROW_BAD_OFFSETS, FS_ROW_OK, FS_ROW_OK};
+        int32_t expect[4] = {FS_ROW_BAD_OFFSETS, FS_ROW_OK, FS_ROW_OK, FS_ROW_OK};
+        run_verify_layout(offsets, 4, 6, drafts, t4, expect, -1);
+    }
+    /* a decreasing offset makes the layout unmappable: every request fails */
+    {
+        int32_t offsets[5] = {0, 2, 1, 6, 6};
+        int32_t drafts[6] = {1, 2, 3, 4, 5, 6};
+        int32_t expect[4] = {FS_ROW_BAD_OFFSETS, FS_ROW_BAD_OFFSETS, FS_ROW_BAD_OFFSETS,
+                             FS_ROW_BAD_OFFSETS};
         run_verify_layout(offsets, 4, 6, drafts, t4, expect, -1);
     }
     /* offsets not starting at 0 / not ending at num_draft_tokens: all bad */
@@ -214,14 +222,13 @@ static void test_verify_requests(void **state)
         int32_t offsets2[5] = {0, 1, 2, 3, 3};
         run_verify_layout(offsets2, 4, 4, drafts, t4, expect, -1); /* ends at 3, not 4 */
     }
-    /* offsets malformed in the middle so that two otherwise valid requests
-       (0 and 2) name the same target rows: whether they are flagged or not is
-       the shared request check's business (-1: any status); both backends
-       must agree, deterministically */
+    /* offsets malformed in the middle so that otherwise valid requests 0 and
+       2 would name the same target rows: all flagged, on both backends */
     {
         int32_t offsets[5] = {0, 3, 0, 2, 3};
         int32_t drafts[3] = {1, 2, 3};
-        int32_t expect[4] = {-1, FS_ROW_BAD_OFFSETS, -1, -1};
+        int32_t expect[4] = {FS_ROW_BAD_OFFSETS, FS_ROW_BAD_OFFSETS, FS_ROW_BAD_OFFSETS,
+                             FS_ROW_BAD_OFFSETS};
         run_verify_layout(offsets, 4, 3, drafts, t4, expect, -1);
     }
 }
