@@ -113,9 +113,12 @@ fi
 
 # ---- the test suite ----------------------------------------------------------
 if [ $built = 1 ]; then
-  run_step ctest bash -c "cd '$BUILD' && ctest --output-on-failure"
+  run_step ctest bash -c "cd '$BUILD' && ctest -V"
   # per-test lines, so the table shows which tests passed, failed or skipped
   grep -E "^ *[0-9]+/[0-9]+ Test" "$LOGDIR/ctest.log" | sed 's/^/    /' | tee -a "$LOG"
+  # GPU/CPU agreement figures, for the record
+  grep -E "agreement over all cases|realistic V=|GPU fused sample, " "$LOGDIR/ctest.log" |
+    sed 's/^[0-9]*: //' | tee "$OUT/gpu_agreement.txt"
   if grep -q "test_gpu_.*Skipped\|test_gpu_.*Not Run" "$LOGDIR/ctest.log"; then
     echo "NOTE: some GPU tests were skipped (is a GPU visible?)" | tee -a "$LOG"
   fi
