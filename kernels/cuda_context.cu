@@ -1,5 +1,7 @@
 /* CUDA context hooks: device discovery and per-device kernel setup.  Safe to
  * call on a machine without a GPU or driver (it then reports no device). */
+#include <stdlib.h>
+
 #include "cuda_common.cuh"
 
 #define FS_MAX_DEVICES 64
@@ -85,6 +87,9 @@ extern "C" fs_status fs_cuda_context_init(fs_context *ctx, int device_ordinal)
     ctx->sm_count = sm;
     ctx->cc_major = major;
     ctx->cc_minor = minor;
+    /* FLASHSPEC_DISABLE_HOPPER forces the generic path (tests cover both) */
+    const char *off = getenv("FLASHSPEC_DISABLE_HOPPER");
+    ctx->hopper = major == 9 && minor == 0 && !(off && *off && *off != '0');
     int prev;
     fs_status st = fs_cuda_enter(ctx, &prev);
     if (st != FS_OK)

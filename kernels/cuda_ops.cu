@@ -23,6 +23,7 @@
  *   tp_gather  fs_record   [ranks][rows]               only when sharded over > 1 rank
  */
 #include "cuda_common.cuh"
+#include "scan_hopper.cuh"
 #include "tp_exchange.cuh"
 
 namespace {
@@ -75,6 +76,32 @@ const char *op_name(fs_op op)
     return op == FS_OP_SAMPLE ? "sample" : op == FS_OP_ARGMAX ? "draft argmax" : "verify";
 }
 
+/* The Hopper scan (TMA + wgmma) where the device, dtype, D and alignment
+ * allow; the generic tensor-core scan otherwise, or when the library was built
+ * without sm_90a code (the context then stops trying). */
+cudaError_t launch_fused_scan(fs_context *ctx, const fs_op_args *a, const fs_scan_args *s,
+                              cudaStream_t stream)
+{
+    const fs_lm_head *h = a->head;
+    if (h->dtype == FS_DTYPE_F32)
+        return fs_launch_scan_simt(a, s, stream);
+    if (ctx->hopper && fs_hopper_supported(h->hidden_dim, 1) &&
+        fs_hopper_aligned(h->weight, a->hidden)) {
+        fs_hopper_opts o = {};
+        o.rec_tile_stride = 1;
+        o.rec_row_stride = s->tiles_per_row;
+        cudaError_t e = (cudaError_t)fs_hopper_scan_launch_ex(
+            h->weight, a->hidden, h->dtype == FS_DTYPE_BF16, a->vocab_size, h->hidden_dim,
+            a->rows, a->vocab_offset, a->global_vocab, s->descs, s->bias, s->allowed,
+            s->tile_recs, s->tiles_per_row, ctx->sm_count, &o, stream);
+        if (e != cudaErrorNoKernelImageForDevice && e != cudaErrorInvalidDeviceFunction)
+            return e;
+        (void)cudaGetLastError();
+        ctx->hopper = 0;
+    }
+    return fs_launch_scan_mma(a, s, stream);
+}
+
 } // namespace
 
 extern "C" size_t fs_cuda_workspace_bytes(const fs_context *ctx, fs_op op, int64_t rows,
@@ -119,8 +146,7 @@ extern "C" fs_status fs_cuda_run(fs_context *ctx, const fs_op_args *a)
         if (a->head) {
             s.tiles_per_row = (a->vocab_size + FS_FUSED_TILE_V - 1) / FS_FUSED_TILE_V;
             step = "fused scan";
-            e = a->head->dtype == FS_DTYPE_F32 ? fs_launch_scan_simt(a, &s, stream)
-                                               : fs_launch_scan_mma(a, &s, stream);
+            e = launch_fused_scan(ctx, a, &s, stream);
         } else {
             const int64_t chunk = fs_logits_chunk(a->rows, a->vocab_size, ctx->sm_count);
             s.tiles_per_row = (a->vocab_size + chunk - 1) / chunk;

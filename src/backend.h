@@ -52,6 +52,7 @@ struct fs_context {
     int64_t global_vocab; /* 0 = not sharded */
     int sm_count;
     int cc_major, cc_minor;
+    int hopper; /* use the sm_90a TMA + wgmma scan where the shape allows */
     char last_error[512];
 };
 
