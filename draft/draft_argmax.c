@@ -11,19 +11,6 @@ fs_status fs_draft_argmax_workspace_size(const fs_context *ctx, int64_t rows, in
     return st;
 }
 
-static fs_status run_argmax(fs_context *ctx, const char *fn, fs_op_args *a, void *workspace,
-                            size_t workspace_bytes, int32_t *out_tokens, float *out_logits,
-                            int32_t *out_row_status)
-{
-    a->op = FS_OP_ARGMAX;
-    a->workspace = workspace;
-    a->workspace_bytes = workspace_bytes;
-    a->out_tokens = out_tokens;
-    a->out_values = out_logits;
-    a->out_row_status = out_row_status;
-    return fs_dispatch(ctx, fn, a);
-}
-
 fs_status fs_draft_argmax(fs_context *ctx, const fs_lm_head *head, const void *hidden,
                           int64_t rows, void *workspace, size_t workspace_bytes,
                           int32_t *out_tokens, float *out_logits, int32_t *out_row_status)
@@ -34,8 +21,8 @@ fs_status fs_draft_argmax(fs_context *ctx, const fs_lm_head *head, const void *h
     fs_status st = fs_prepare_fused(ctx, "fs_draft_argmax", head, hidden, rows, &a);
     if (st != FS_OK)
         return st;
-    return run_argmax(ctx, "fs_draft_argmax", &a, workspace, workspace_bytes, out_tokens,
-                      out_logits, out_row_status);
+    return fs_run_op(ctx, "fs_draft_argmax", &a, FS_OP_ARGMAX, NULL, workspace,
+                     workspace_bytes, out_tokens, out_logits, NULL, out_row_status);
 }
 
 fs_status fs_draft_argmax_logits(fs_context *ctx, const void *logits, fs_dtype dtype,
@@ -50,6 +37,6 @@ fs_status fs_draft_argmax_logits(fs_context *ctx, const void *logits, fs_dtype d
         fs_prepare_logits(ctx, "fs_draft_argmax_logits", logits, dtype, rows, vocab_size, &a);
     if (st != FS_OK)
         return st;
-    return run_argmax(ctx, "fs_draft_argmax_logits", &a, workspace, workspace_bytes, out_tokens,
-                      out_logits, out_row_status);
+    return fs_run_op(ctx, "fs_draft_argmax_logits", &a, FS_OP_ARGMAX, NULL, workspace,
+                     workspace_bytes, out_tokens, out_logits, NULL, out_row_status);
 }

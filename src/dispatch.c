@@ -2,8 +2,24 @@
  * checked, then the context's backend runs the scan engine. */
 #include "validate.h"
 
-fs_status fs_dispatch(fs_context *ctx, const char *fn, fs_op_args *a)
+fs_status fs_run_op(fs_context *ctx, const char *fn, fs_op_args *a, fs_op op,
+                    const fs_sampling *params, void *workspace, size_t workspace_bytes,
+                    int32_t *out_tokens, float *out_values, int32_t *out_num_emitted,
+                    int32_t *out_row_status)
 {
+    if (op != FS_OP_ARGMAX) {
+        fs_status st = fs_check_sampling(ctx, fn, params);
+        if (st != FS_OK)
+            return st;
+    }
+    a->op = op;
+    a->params = params;
+    a->workspace = workspace;
+    a->workspace_bytes = workspace_bytes;
+    a->out_tokens = out_tokens;
+    a->out_values = out_values;
+    a->out_num_emitted = out_num_emitted;
+    a->out_row_status = out_row_status;
     if (!a->out_tokens)
         return fs_fail(ctx, FS_ERR_NULL_POINTER, "%s: out_tokens is NULL", fn);
     if (!a->out_row_status)

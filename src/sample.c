@@ -11,23 +11,6 @@ fs_status fs_sample_workspace_size(const fs_context *ctx, int64_t rows, int64_t 
     return st;
 }
 
-static fs_status run_sample(fs_context *ctx, const char *fn, fs_op_args *a,
-                            const fs_sampling *params, void *workspace, size_t workspace_bytes,
-                            int32_t *out_tokens, float *out_logprobs, int32_t *out_row_status)
-{
-    fs_status st = fs_check_sampling(ctx, fn, params);
-    if (st != FS_OK)
-        return st;
-    a->op = FS_OP_SAMPLE;
-    a->params = params;
-    a->workspace = workspace;
-    a->workspace_bytes = workspace_bytes;
-    a->out_tokens = out_tokens;
-    a->out_values = out_logprobs;
-    a->out_row_status = out_row_status;
-    return fs_dispatch(ctx, fn, a);
-}
-
 fs_status fs_sample(fs_context *ctx, const fs_lm_head *head, const void *hidden, int64_t rows,
                     const fs_sampling *params, void *workspace, size_t workspace_bytes,
                     int32_t *out_tokens, float *out_logprobs, int32_t *out_row_status)
@@ -38,8 +21,8 @@ fs_status fs_sample(fs_context *ctx, const fs_lm_head *head, const void *hidden,
     fs_status st = fs_prepare_fused(ctx, "fs_sample", head, hidden, rows, &a);
     if (st != FS_OK)
         return st;
-    return run_sample(ctx, "fs_sample", &a, params, workspace, workspace_bytes, out_tokens,
-                      out_logprobs, out_row_status);
+    return fs_run_op(ctx, "fs_sample", &a, FS_OP_SAMPLE, params, workspace, workspace_bytes,
+                     out_tokens, out_logprobs, NULL, out_row_status);
 }
 
 fs_status fs_sample_logits(fs_context *ctx, const void *logits, fs_dtype dtype, int64_t rows,
@@ -53,6 +36,6 @@ fs_status fs_sample_logits(fs_context *ctx, const void *logits, fs_dtype dtype, 
     fs_status st = fs_prepare_logits(ctx, "fs_sample_logits", logits, dtype, rows, vocab_size, &a);
     if (st != FS_OK)
         return st;
-    return run_sample(ctx, "fs_sample_logits", &a, params, workspace, workspace_bytes, out_tokens,
-                      out_logprobs, out_row_status);
+    return fs_run_op(ctx, "fs_sample_logits", &a, FS_OP_SAMPLE, params, workspace,
+                     workspace_bytes, out_tokens, out_logprobs, NULL, out_row_status);
 }

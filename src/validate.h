@@ -22,7 +22,12 @@ fs_status fs_check_workspace_query(const fs_context *ctx, int64_t rows, int64_t 
 /* Workspace bytes of op on ctx's backend. */
 size_t fs_workspace_bytes(const fs_context *ctx, fs_op op, int64_t rows, int64_t requests,
                           int64_t vocab_size);
-/* Check outputs and workspace of a fully described op, then run it. */
-fs_status fs_dispatch(fs_context *ctx, const char *fn, fs_op_args *a);
+/* Complete a (whose input is already prepared) with the op, its parameters
+ * (checked unless op is FS_OP_ARGMAX), workspace and outputs, check outputs
+ * and workspace, then run it on ctx's backend. */
+fs_status fs_run_op(fs_context *ctx, const char *fn, fs_op_args *a, fs_op op,
+                    const fs_sampling *params, void *workspace, size_t workspace_bytes,
+                    int32_t *out_tokens, float *out_values, int32_t *out_num_emitted,
+                    int32_t *out_row_status);
 
 #endif

@@ -26,18 +26,8 @@ static fs_status run_verify(fs_context *ctx, const char *fn, fs_op_args *a,
     fs_status st = fs_check_drafts(ctx, fn, drafts, a);
     if (st != FS_OK)
         return st;
-    st = fs_check_sampling(ctx, fn, params);
-    if (st != FS_OK)
-        return st;
-    a->op = FS_OP_VERIFY;
-    a->params = params;
-    a->workspace = workspace;
-    a->workspace_bytes = workspace_bytes;
-    a->out_tokens = out_tokens;
-    a->out_values = out_logprobs;
-    a->out_num_emitted = out_num_emitted;
-    a->out_row_status = out_row_status;
-    return fs_dispatch(ctx, fn, a);
+    return fs_run_op(ctx, fn, a, FS_OP_VERIFY, params, workspace, workspace_bytes, out_tokens,
+                     out_logprobs, out_num_emitted, out_row_status);
 }
 
 fs_status fs_verify(fs_context *ctx, const fs_lm_head *head, const void *target_hidden,
