@@ -983,33 +983,24 @@ static void test_summary(void **state)
     assert_true(g_near_ties <= 2 + g_compared / 1000);
 }
 
-/* A failed test must not leave a test hook set for the next one. */
-static int reset_hooks(void **state)
-{
-    (void)state;
-    fs_cpu_set_tile_size(0);
-    fs_cpu_set_faults(FS_FAULT_NONE);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(test_dtype_converters, reset_hooks),
-        cmocka_unit_test_setup(test_sample_vs_oracle, reset_hooks),
-        cmocka_unit_test_setup(test_sample_vs_oracle_small, reset_hooks),
-        cmocka_unit_test_setup(test_argmax_vs_oracle, reset_hooks),
-        cmocka_unit_test_setup(test_large_vocab_vs_oracle, reset_hooks),
-        cmocka_unit_test_setup(test_verify_vs_oracle, reset_hooks),
-        cmocka_unit_test_setup(test_verify_vs_oracle_small, reset_hooks),
-        cmocka_unit_test_setup(test_verify_paths, reset_hooks),
-        cmocka_unit_test_setup(test_tile_independence, reset_hooks),
-        cmocka_unit_test_setup(test_batch_independence_sample, reset_hooks),
-        cmocka_unit_test_setup(test_batch_independence_verify, reset_hooks),
-        cmocka_unit_test_setup(test_verify_zero_drafts_is_sample, reset_hooks),
-        cmocka_unit_test_setup(test_greedy_ties, reset_hooks),
-        cmocka_unit_test_setup(test_oracle_detects_faults, reset_hooks),
-        cmocka_unit_test_setup(test_summary, reset_hooks),
+        cmocka_unit_test_setup(test_dtype_converters, fst_reset_hooks),
+        cmocka_unit_test_setup(test_sample_vs_oracle, fst_reset_hooks),
+        cmocka_unit_test_setup(test_sample_vs_oracle_small, fst_reset_hooks),
+        cmocka_unit_test_setup(test_argmax_vs_oracle, fst_reset_hooks),
+        cmocka_unit_test_setup(test_large_vocab_vs_oracle, fst_reset_hooks),
+        cmocka_unit_test_setup(test_verify_vs_oracle, fst_reset_hooks),
+        cmocka_unit_test_setup(test_verify_vs_oracle_small, fst_reset_hooks),
+        cmocka_unit_test_setup(test_verify_paths, fst_reset_hooks),
+        cmocka_unit_test_setup(test_tile_independence, fst_reset_hooks),
+        cmocka_unit_test_setup(test_batch_independence_sample, fst_reset_hooks),
+        cmocka_unit_test_setup(test_batch_independence_verify, fst_reset_hooks),
+        cmocka_unit_test_setup(test_verify_zero_drafts_is_sample, fst_reset_hooks),
+        cmocka_unit_test_setup(test_greedy_ties, fst_reset_hooks),
+        cmocka_unit_test_setup(test_oracle_detects_faults, fst_reset_hooks),
+        cmocka_unit_test_setup(test_summary, fst_reset_hooks),
     };
     return cmocka_run_group_tests_name("oracle", tests, NULL, NULL);
 }

@@ -254,23 +254,14 @@ static void test_power_biased_uniform(void **state)
     free(l);
 }
 
-/* A failed test must not leave a test hook set for the next one. */
-static int reset_hooks(void **state)
-{
-    (void)state;
-    fs_cpu_set_tile_size(0);
-    fs_cpu_set_faults(FS_FAULT_NONE);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(test_chi2_helper, reset_hooks),
-        cmocka_unit_test_setup(test_power_no_exclude, reset_hooks),
-        cmocka_unit_test_setup(test_power_tile_edge, reset_hooks),
-        cmocka_unit_test_setup(test_power_wrong_temperature, reset_hooks),
-        cmocka_unit_test_setup(test_power_biased_uniform, reset_hooks),
+        cmocka_unit_test_setup(test_chi2_helper, fst_reset_hooks),
+        cmocka_unit_test_setup(test_power_no_exclude, fst_reset_hooks),
+        cmocka_unit_test_setup(test_power_tile_edge, fst_reset_hooks),
+        cmocka_unit_test_setup(test_power_wrong_temperature, fst_reset_hooks),
+        cmocka_unit_test_setup(test_power_biased_uniform, fst_reset_hooks),
     };
     return cmocka_run_group_tests_name("stat_power", tests, NULL, NULL);
 }

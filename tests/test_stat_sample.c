@@ -167,21 +167,12 @@ static void test_sample_fused(void **state)
     run_fused(FS_DTYPE_F32, 0.8f, 78);
 }
 
-/* A failed test must not leave a test hook set for the next one. */
-static int reset_hooks(void **state)
-{
-    (void)state;
-    fs_cpu_set_tile_size(0);
-    fs_cpu_set_faults(FS_FAULT_NONE);
-    return 0;
-}
-
 int main(void)
 {
     /* every chi-squared test of this file is counted in NTESTS */
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(test_sample_cases, reset_hooks),
-        cmocka_unit_test_setup(test_sample_fused, reset_hooks),
+        cmocka_unit_test_setup(test_sample_cases, fst_reset_hooks),
+        cmocka_unit_test_setup(test_sample_fused, fst_reset_hooks),
     };
     return cmocka_run_group_tests_name("stat_sample", tests, NULL, NULL);
 }

@@ -137,19 +137,10 @@ static void test_verify_joint_law(void **state)
         run_case(&CASES[i], 2000 + i);
 }
 
-/* A failed test must not leave a test hook set for the next one. */
-static int reset_hooks(void **state)
-{
-    (void)state;
-    fs_cpu_set_tile_size(0);
-    fs_cpu_set_faults(FS_FAULT_NONE);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(test_verify_joint_law, reset_hooks),
+        cmocka_unit_test_setup(test_verify_joint_law, fst_reset_hooks),
     };
     return cmocka_run_group_tests_name("stat_verify", tests, NULL, NULL);
 }

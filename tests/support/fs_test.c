@@ -2,6 +2,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "fs_test.h"
 
+#include "cpu_backend.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -388,4 +390,12 @@ double fst_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int fst_reset_hooks(void **state)
+{
+    (void)state;
+    fs_cpu_set_tile_size(0);
+    fs_cpu_set_faults(FS_FAULT_NONE);
+    return 0;
 }
