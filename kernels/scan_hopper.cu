@@ -53,7 +53,8 @@ constexpr int BK = 64;               /* 64 x 16-bit = one 128-byte swizzled row 
 constexpr int NCW = 8;               /* consumer warps (2 warpgroups) */
 constexpr int NCT = NCW * 32;        /* consumer threads */
 constexpr int THREADS = NCT + 32;    /* + the producer warp */
-constexpr int MAXREG = 200;          /* 9 warps x 200 <= 64K registers */
+/* Registers: 9 warps put 3 warps on one SM sub-partition (16K registers each),
+ * so at most 168 per thread -- which __launch_bounds__(THREADS, 1) gives. */
 constexpr int LDS = BM;              /* epilogue buffer pitch (floats), XOR-swizzled */
 constexpr int SMEM_MAX = 232448;     /* sm_90 opt-in dynamic shared memory per block */
 constexpr int MAX_STAGES = 12;
@@ -463,9 +464,9 @@ __device__ __forceinline__ bool gumbel_may_reach(uint32_t x, float delta, float 
 struct Epi {
     fs_record rec;
     fs_row_desc d;
-    int64_t row;   /* global row */
-    int64_t v0;    /* local id of the tile's first token */
-    int64_t tile;
+    int row;       /* global row */
+    int v0;        /* local id of the tile's first token */
+    int tile;
     int scan;      /* row in range and FS_ROWF_VALID */
     int write;     /* row in range and this thread writes the record */
 };
@@ -484,7 +485,7 @@ template <int BN> __device__ __forceinline__ int group_of(int q, int j)
 __device__ __forceinline__ void epi_group(Epi &e, const float *epi, int rr, int f, const Args &a)
 {
     const float4 l4 = *reinterpret_cast<const float4 *>(epi + epi_idx(rr, 4 * f));
-    const int64_t v = e.v0 + 4 * f;
+    const int64_t v = (int64_t)e.v0 + 4 * f;
     const int64_t left = a.V - v;
     if (left <= 0)
         return;
@@ -500,9 +501,9 @@ __device__ __forceinline__ void epi_group(Epi &e, const float *epi, int rr, int 
         if (ok[i]) {
             const int64_t gid = g0 + i;
             if (a.allowed)
-                ok[i] = (__ldg(&a.allowed[e.row * a.words + (gid >> 5)]) >> (gid & 31)) & 1u;
+                ok[i] = (__ldg(&a.allowed[(int64_t)e.row * a.words + (gid >> 5)]) >> (gid & 31)) & 1u;
             if (a.bias && ok[i])
-                b = __ldg(&a.bias[e.row * a.global_vocab + gid]);
+                b = __ldg(&a.bias[(int64_t)e.row * a.global_vocab + gid]);
         }
         s[i] = fs_score(l[i], b, e.d.inv_temp);
     }
@@ -588,13 +589,13 @@ template <int BN> __device__ __forceinline__ void epi_finish(Epi &e, const Args 
         fs_record_merge(&e.rec, &o);
     }
     if (e.write) {
-        fs_record *dst = a.recs + e.tile * a.rec_tile_stride + e.row * a.rec_row_stride;
+        fs_record *dst = a.recs + (int64_t)e.tile * a.rec_tile_stride + (int64_t)e.row * a.rec_row_stride;
         *dst = e.rec;
     }
 }
 
 template <int BN, bool BF16>
-__global__ void __maxnreg__(MAXREG)
+__global__ void __launch_bounds__(THREADS, 1)
     fsh_scan_kernel(const __grid_constant__ CUtensorMap tmw, const __grid_constant__ CUtensorMap tmh,
                     const Args a)
 {
@@ -706,14 +707,10 @@ __global__ void __maxnreg__(MAXREG)
         for (int si = cid; si < a.n_super; si += nclusters) {
             const int vp = si / a.n_rp, rp = si - vp * a.n_rp;
             const int vt = vp * a.cm + cx, rb = rp * a.cn + cy;
-            /* the descriptor of this tile's epilogue row, fetched early */
-            const int64_t nrow = (int64_t)rb * BN + rr;
+            const int nrow = rb * BN + rr;
             const bool nrow_ok = e_active && nrow < a.rows && vt < a.n_vt;
-            fs_row_desc nd;
-            if (nrow_ok)
-                nd = a.descs[nrow];
-            else
-                nd.flags = 0;
+            fs_row_desc nd; /* this tile's epilogue row, loaded during its last k-block */
+            nd.flags = 0;
 
             int done = 0;
             for (int kb = 0; kb < KB; ++kb) {
@@ -731,6 +728,8 @@ __global__ void __maxnreg__(MAXREG)
                     epi_groups<BN>(e, epi, rr, q, done, to, a);
                     done = to;
                 }
+                if (kb == KB - 1 && nrow_ok)
+                    nd = a.descs[nrow];
                 __syncwarp();
                 wg_wait<1>();
                 fence_acc(acc);
@@ -778,7 +777,7 @@ __global__ void __maxnreg__(MAXREG)
             fs_record_init(&e.rec);
             e.d = nd;
             e.row = nrow;
-            e.v0 = (int64_t)vt * BM;
+            e.v0 = vt * BM;
             e.tile = vt;
             e.scan = nrow_ok && (nd.flags & FS_ROWF_VALID) ? 1 : 0;
             e.write = nrow_ok && q == 0 ? 1 : 0;
@@ -798,7 +797,7 @@ __global__ void __maxnreg__(MAXREG)
 #else /* not sm_90a: the kernel exists (for the host stub) but is empty */
 
 template <int BN, bool BF16>
-__global__ void __maxnreg__(MAXREG)
+__global__ void __launch_bounds__(THREADS, 1)
     fsh_scan_kernel(const __grid_constant__ CUtensorMap tmw, const __grid_constant__ CUtensorMap tmh,
                     const Args a)
 {
@@ -946,7 +945,8 @@ cudaError_t launch_k(const CUtensorMap &tw, const CUtensorMap &th, const Args &a
     cfg.dynamicSmemBytes = Cfg<BN>::SMEM;
     cfg.stream = stream;
     e = cudaLaunchKernelEx(&cfg, fsh_scan_kernel<BN, BF16>, tw, th, a);
-    return e != cudaSuccess ? e : cudaGetLastError();
+    const cudaError_t last = cudaGetLastError(); /* also clears a launch error */
+    return e != cudaSuccess ? e : last;
 }
 
 template <int BN>
