@@ -123,12 +123,15 @@ __device__ __forceinline__ void mbar_arrive(uint32_t bar)
 }
 
 /* Arrive on the mbarrier at the same shared-memory offset in CTA `rank` of
- * the cluster (this CTA included). */
+ * the cluster.  Default (.release.cta) semantics, as CUTLASS's pipelines: the
+ * stage was read by wgmma (async proxy, completed by wgmma.wait_group), no
+ * generic write has to become visible to the peer, and a .release.cluster
+ * arrive costs a cluster-wide fence (measured: ~0.7 us per arrive). */
 __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t rank)
 {
     asm volatile("{\n.reg .b32 ra;\n"
                  "mapa.shared::cluster.u32 ra, %0, %1;\n"
-                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
+                 "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
                  "r"(rank)
                  : "memory");
 }
@@ -481,17 +484,33 @@ template <int BN> __device__ __forceinline__ int group_of(int q, int j)
 }
 
 /* Push the 4 tokens of group f (local ids v0 + 4f .. v0 + 4f + 3) of buffer
- * row rr. */
+ * row rr.  Called by all 32 lanes of a warp together (lanes without work have
+ * e.scan == 0).
+ *
+ * Bit-identical to fs_record_push(rec, d, id, s, g) per token in id order, with
+ * g = fs_gumbel of the token's Philox word: the max / sum / selected part of a
+ * push never reads g and the best part never reads the rest, and the best part
+ * is a max of (s + g, -id) -- the same whatever the order.  So every token is
+ * pushed with g = -inf (the max / sum / sel updates, and at most a placeholder
+ * best of key -inf while best_id < 0), and the exact key s + fs_gumbel(x) is
+ * offered to the best part only for tokens that can reach best_key: first
+ * s + 17 >= best_key, then, after Philox, gumbel_may_reach().  Those few
+ * candidates are evaluated one per lane per pass, so a warp runs the two logf
+ * about once per group instead of four times. */
 __device__ __forceinline__ void epi_group(Epi &e, const float *epi, int rr, int f, const Args &a)
 {
-    const float4 l4 = *reinterpret_cast<const float4 *>(epi + epi_idx(rr, 4 * f));
     const int64_t v = (int64_t)e.v0 + 4 * f;
-    const int64_t left = a.V - v;
-    if (left <= 0)
-        return;
-    const int nvalid = left < 4 ? (int)left : 4;
+    const int64_t left = e.scan ? a.V - v : 0;
+    const int nvalid = left <= 0 ? 0 : left < 4 ? (int)left : 4;
     const int64_t g0 = a.vocab_offset + v;
-    const float l[4] = {l4.x, l4.y, l4.z, l4.w};
+    float l[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (nvalid > 0) {
+        const float4 l4 = *reinterpret_cast<const float4 *>(epi + epi_idx(rr, 4 * f));
+        l[0] = l4.x;
+        l[1] = l4.y;
+        l[2] = l4.z;
+        l[3] = l4.w;
+    }
     float s[4];
     bool ok[4];
 #pragma unroll
@@ -507,21 +526,20 @@ __device__ __forceinline__ void epi_group(Epi &e, const float *epi, int rr, int 
         }
         s[i] = fs_score(l[i], b, e.d.inv_temp);
     }
-    float g[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    /* candidates for the best key */
+    uint32_t cand = 0;
+    uint32_t x[4] = {0u, 0u, 0u, 0u};
     if (!(e.d.flags & FS_ROWF_GREEDY)) {
+        const float bk = e.rec.best_key;
         bool need[4];
         bool any = false;
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-            /* g only matters for a finite, allowed, non-excluded token that can
-             * still reach best_key (fs_record_push ignores it otherwise) */
             need[i] = ok[i] && (g0 + i) != (int64_t)e.d.excluded && s[i] > -INFINITY &&
-                      s[i] < INFINITY && !(s[i] + GUMBEL_BOUND < e.rec.best_key);
+                      s[i] < INFINITY && !(s[i] + GUMBEL_BOUND < bk);
             any = any || need[i];
-            g[i] = -INFINITY;
         }
         if (any) {
-            uint32_t x[4];
             if ((g0 & 3) == 0) {
                 const fs_u32x4 w = fs_philox_tokens(e.d.seed, e.d.offset, e.d.position,
                                                     FS_PURPOSE_GUMBEL, (uint32_t)(g0 >> 2));
@@ -530,8 +548,7 @@ __device__ __forceinline__ void epi_group(Epi &e, const float *epi, int rr, int 
                     x[i] = w.v[i];
             } else {
 #pragma unroll
-                for (int i = 0; i < 4; ++i) {
-                    x[i] = 0u;
+                for (int i = 0; i < 4; ++i)
                     if (need[i]) {
                         const int64_t gid = g0 + i;
                         const fs_u32x4 w = fs_philox_tokens(e.d.seed, e.d.offset, e.d.position,
@@ -539,27 +556,46 @@ __device__ __forceinline__ void epi_group(Epi &e, const float *epi, int rr, int 
                                                             (uint32_t)(gid >> 2));
                         x[i] = pick_word(w, (int)(gid & 3));
                     }
-                }
             }
-            const float bk = e.rec.best_key;
 #pragma unroll
             for (int i = 0; i < 4; ++i)
                 if (need[i] && gumbel_may_reach(x[i], bk - s[i], bk))
-                    g[i] = fs_gumbel(x[i]);
+                    cand |= 1u << i;
         }
     }
 #pragma unroll
     for (int i = 0; i < 4; ++i)
         if (ok[i])
-            fs_record_push(&e.rec, &e.d, (int32_t)(g0 + i), s[i], g[i]);
+            fs_record_push(&e.rec, &e.d, (int32_t)(g0 + i), s[i], -INFINITY);
+    /* exact noise of the candidates, one token per lane per pass */
+    while (__any_sync(0xffffffffu, cand != 0)) {
+        if (cand) {
+            const int i = __ffs((int)cand) - 1;
+            cand &= cand - 1u;
+            uint32_t xi = x[3];
+            float si = s[3];
+            xi = i == 2 ? x[2] : xi;
+            si = i == 2 ? s[2] : si;
+            xi = i == 1 ? x[1] : xi;
+            si = i == 1 ? s[1] : si;
+            xi = i == 0 ? x[0] : xi;
+            si = i == 0 ? s[0] : si;
+            const float key = si + fs_gumbel(xi);
+            const int32_t id = (int32_t)(g0 + i);
+            /* the best part of fs_record_push */
+            if (fs_beats(key, id, e.rec.best_key, e.rec.best_id)) {
+                e.rec.best_key = key;
+                e.rec.best_id = id;
+                e.rec.best_s = si;
+            }
+        }
+    }
 }
 
 template <int BN>
 __device__ __forceinline__ void epi_groups(Epi &e, const float *epi, int rr, int q, int from,
                                            int to, const Args &a)
 {
-    if (!e.scan)
-        return;
     for (int j = from; j < to; ++j)
         epi_group(e, epi, rr, group_of<BN>(q, j), a);
 }
@@ -594,6 +630,19 @@ template <int BN> __device__ __forceinline__ void epi_finish(Epi &e, const Args 
     }
 }
 
+/* Release a stage to every CTA whose multicasts write into it: this CTA's
+ * cluster row (same cy: H) and column (same cx: W), this CTA included. */
+__device__ __forceinline__ void release_stage(uint32_t bar, int csize, int cm, int cx, int cy)
+{
+    if (csize == 1) {
+        mbar_arrive(bar);
+        return;
+    }
+    for (int r = 0; r < csize; ++r)
+        if (r % cm == cx || r / cm == cy)
+            mbar_arrive_cluster(bar, (uint32_t)r);
+}
+
 template <int BN, bool BF16>
 __global__ void __launch_bounds__(THREADS, 1)
     fsh_scan_kernel(const __grid_constant__ CUtensorMap tmw, const __grid_constant__ CUtensorMap tmh,
@@ -620,9 +669,9 @@ __global__ void __launch_bounds__(THREADS, 1)
     if (threadIdx.x == NCT) {
         for (int s = 0; s < C::STAGES; ++s) {
             mbar_init(FSH_FULL(s), 1);
-            /* every consumer warp of every CTA of the cluster releases each stage:
-             * any CTA's multicast may write into any other's stage */
-            mbar_init(FSH_EMPTY(s), NCW * csize);
+            /* a stage is rewritten by the multicasts of the CTAs of this CTA's
+             * cluster row (H) and column (W): all their consumer warps release it */
+            mbar_init(FSH_EMPTY(s), NCW * (a.cm + a.cn - 1));
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -710,7 +759,14 @@ __global__ void __launch_bounds__(THREADS, 1)
             const int nrow = rb * BN + rr;
             const bool nrow_ok = e_active && nrow < a.rows && vt < a.n_vt;
             fs_row_desc nd; /* this tile's epilogue row, loaded during its last k-block */
+            nd.inv_temp = 1.0f;
             nd.flags = 0;
+            nd.seed = 0;
+            nd.offset = 0;
+            nd.position = 0;
+            nd.excluded = -1;
+            nd.selected = -1;
+            nd.request = -1;
 
             int done = 0;
             for (int kb = 0; kb < KB; ++kb) {
@@ -733,13 +789,8 @@ __global__ void __launch_bounds__(THREADS, 1)
                 __syncwarp();
                 wg_wait<1>();
                 fence_acc(acc);
-                if (kb > 0 && lane == 0) {
-                    if (csize == 1)
-                        mbar_arrive(FSH_EMPTY(prev_s));
-                    else
-                        for (int r = 0; r < csize; ++r)
-                            mbar_arrive_cluster(FSH_EMPTY(prev_s), (uint32_t)r);
-                }
+                if (kb > 0 && lane == 0)
+                    release_stage(FSH_EMPTY(prev_s), csize, a.cm, cx, cy);
                 prev_s = s;
                 if (++s == C::STAGES) {
                     s = 0;
@@ -748,13 +799,8 @@ __global__ void __launch_bounds__(THREADS, 1)
             }
             wg_wait<0>();
             fence_acc(acc);
-            if (lane == 0) {
-                if (csize == 1)
-                    mbar_arrive(FSH_EMPTY(prev_s));
-                else
-                    for (int r = 0; r < csize; ++r)
-                        mbar_arrive_cluster(FSH_EMPTY(prev_s), (uint32_t)r);
-            }
+            if (lane == 0)
+                release_stage(FSH_EMPTY(prev_s), csize, a.cm, cx, cy);
             __syncwarp();
 
             if (pending) {
