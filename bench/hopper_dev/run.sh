@@ -32,11 +32,11 @@ else
   echo "exit $?" >> "$OUT/log.txt"
   # profile a few shapes (Speed Of Light), then print the benchmark's summary last
   if [ "${PROF:-1}" = 1 ] && command -v ncu > /dev/null; then
-    for shape in "151936 4096 64" "151936 4096 320" "151936 4096 320 greedy"; do
+    for shape in "151936 4096 128" "151936 4096 320" "151936 4096 320 greedy"; do
       timeout -s KILL 60 ncu --section SpeedOfLight --section ComputeWorkloadAnalysis -k regex:fsh_scan \
         --launch-skip 1 --launch-count 1 $BIN prof $shape > /tmp/ncu_one.txt 2>&1
       { echo "== ncu $shape"; cat /tmp/ncu_one.txt; } >> "$OUT/ncu.txt"
-      echo "== ncu $shape"; grep -E "Duration|Throughput|Pipe|Issue Slots|Executed Ipc" /tmp/ncu_one.txt | head -14
+      echo "== ncu $shape"; grep -E "Duration|DRAM Throughput|L2 Cache Throughput|Compute \(SM\)" /tmp/ncu_one.txt | head -6
     done
   fi
   grep -q "== summary ==" "$OUT/log.txt" || tail -n 40 "$OUT/log.txt"
