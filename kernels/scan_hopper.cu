@@ -13,8 +13,9 @@
  *   MMA        each consumer warpgroup: wgmma m64nBNk16, A = its 64 W rows
  *              (K-major), B = the H tile (K-major), fp32 accumulators in
  *              registers (BN / 2 per thread).
- *   epilogue   at the end of a tile the accumulators go to a [BN][128 + 4]
- *              fp32 buffer in shared memory; that tile's records are then
+ *   epilogue   at the end of a tile the accumulators go to a [BN][128] fp32
+ *              buffer in shared memory (16-byte groups XOR-swizzled by row, no
+ *              bank conflicts either way); that tile's records are then
  *              computed while the NEXT tile's wgmmas run: after issuing each
  *              k-block's wgmmas a consumer thread pushes a few groups of 4
  *              consecutive tokens of its row, so the epilogue hides under the
@@ -25,6 +26,11 @@
  *              whose score s satisfies s + 17 < best_key (17 > the largest
  *              value fs_gumbel can return) cannot become the best key, so
  *              passing g = -inf for it gives the bit-identical record.
+ *
+ *   choice     rows <= 160: one row block of 16/32/64/128/160 rows; more rows:
+ *              128-row blocks (pick_bn).  Measurements, and the cluster /
+ *              TMA-multicast variant that was tried and measured slower
+ *              (commit ee48dff), are in bench/hopper_dev/NOTES.md.
  *
  * Records: per (row, 128-token tile), pushes in token order by fs_record_push
  * within a thread, fs_record_merge across the TPR threads of a row (the same
@@ -53,8 +59,6 @@ constexpr int BK = 64;               /* 64 x 16-bit = one 128-byte swizzled row 
 constexpr int NCW = 8;               /* consumer warps (2 warpgroups) */
 constexpr int NCT = NCW * 32;        /* consumer threads */
 constexpr int THREADS = NCT + 32;    /* + the producer warp */
-/* Registers: 9 warps put 3 warps on one SM sub-partition (16K registers each),
- * so at most 168 per thread -- which __launch_bounds__(THREADS, 1) gives. */
 constexpr int LDS = BM;              /* epilogue buffer pitch (floats), XOR-swizzled */
 constexpr int SMEM_MAX = 232448;     /* sm_90 opt-in dynamic shared memory per block */
 constexpr int MAX_STAGES = 12;
@@ -82,11 +86,6 @@ template <int BN> struct Cfg {
     static_assert(ACTIVE <= NCT, "epilogue threads");
 };
 
-/* Work: vocabulary tiles vt < n_vt x row blocks rb < n_rb, grouped in
- * "super items" of cm x cn (vt, rb) handled at once by the cm x cn CTAs of a
- * cluster: CTA (x, y) takes vt = vp * cm + x, rb = rp * cn + y.  The cm CTAs
- * with the same y share every H k-slice (TMA multicast), the cn CTAs with the
- * same x share every W k-slice.  Super items run vocabulary-major. */
 struct Args {
     const fs_row_desc *descs;
     const float *bias;
@@ -94,8 +93,7 @@ struct Args {
     fs_record *recs;
     int64_t rec_tile_stride, rec_row_stride;
     int64_t rows, V, vocab_offset, global_vocab, words;
-    int n_vt, n_rb, n_rp, n_super, kblocks, w_evict_first;
-    int cm, cn; /* cluster = cm x cn CTAs (1 x 1: no cluster) */
+    int n_rb, n_items, kblocks, is_bf16, w_evict_first;
 };
 
 #if FSH_SM90A
@@ -122,34 +120,6 @@ __device__ __forceinline__ void mbar_arrive(uint32_t bar)
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
 
-/* Arrive on the mbarrier at the same shared-memory offset in CTA `rank` of
- * the cluster.  Default (.release.cta) semantics, as CUTLASS's pipelines: the
- * stage was read by wgmma (async proxy, completed by wgmma.wait_group), no
- * generic write has to become visible to the peer, and a .release.cluster
- * arrive costs a cluster-wide fence (measured: ~0.7 us per arrive). */
-__device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t rank)
-{
-    asm volatile("{\n.reg .b32 ra;\n"
-                 "mapa.shared::cluster.u32 ra, %0, %1;\n"
-                 "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
-                 "r"(rank)
-                 : "memory");
-}
-
-__device__ __forceinline__ uint32_t cluster_rank()
-{
-    uint32_t r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-    return r;
-}
-
-__device__ __forceinline__ void cluster_sync()
-{
-    asm volatile("barrier.cluster.arrive.release.aligned;\n"
-                 "barrier.cluster.wait.acquire.aligned;\n" ::
-                     : "memory");
-}
-
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
 {
     uint32_t done;
@@ -169,18 +139,6 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap *map
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
                  ".L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
                  "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar), "l"(policy)
-                 : "memory");
-}
-
-/* Same, delivered to every CTA of the cluster in cta_mask (same smem offsets,
- * each CTA's own mbarrier at offset bar). */
-__device__ __forceinline__ void tma_load_2d_mc(uint32_t dst, const CUtensorMap *map, int c0, int c1,
-                                               uint32_t bar, uint16_t cta_mask, uint64_t policy)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-                 ".multicast::cluster.L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5, %6;\n" ::"r"(dst),
-                 "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar), "h"(cta_mask),
-                 "l"(policy)
                  : "memory");
 }
 
@@ -449,27 +407,13 @@ __device__ __forceinline__ uint32_t pick_word(const fs_u32x4 &w, int j)
     return x;
 }
 
-/* False only when fs_gumbel(x) is certainly too small for s + g to reach
- * best_key bk, delta = bk - s: exactly, g(u) = -log(-log u) < delta - M iff
- * u < exp(-exp(M - delta)).  The threshold is computed with __expf (relative
- * error < 3e-6 here) and lowered by 1e-5, and M = 0.01 in g absorbs fs_gumbel's
- * float error and the rounding of s + g (|bk| < 1e4), so a skipped token's key
- * is strictly below best_key: fs_record_push would not have taken it. */
-__device__ __forceinline__ bool gumbel_may_reach(uint32_t x, float delta, float bk)
-{
-    if (!(delta > 0.5f) || !(fabsf(bk) < 1.0e4f))
-        return true;
-    const float thr = __expf(-__expf(0.01f - delta)) - 1.0e-5f;
-    return !(fs_uniform(x) < thr);
-}
-
 /* Epilogue state of one thread for one (row, tile). */
 struct Epi {
     fs_record rec;
     fs_row_desc d;
-    int row;       /* global row */
-    int v0;        /* local id of the tile's first token */
-    int tile;
+    int64_t row;   /* global row */
+    int64_t v0;    /* local id of the tile's first token */
+    int64_t tile;
     int scan;      /* row in range and FS_ROWF_VALID */
     int write;     /* row in range and this thread writes the record */
 };
@@ -484,33 +428,17 @@ template <int BN> __device__ __forceinline__ int group_of(int q, int j)
 }
 
 /* Push the 4 tokens of group f (local ids v0 + 4f .. v0 + 4f + 3) of buffer
- * row rr.  Called by all 32 lanes of a warp together (lanes without work have
- * e.scan == 0).
- *
- * Bit-identical to fs_record_push(rec, d, id, s, g) per token in id order, with
- * g = fs_gumbel of the token's Philox word: the max / sum / selected part of a
- * push never reads g and the best part never reads the rest, and the best part
- * is a max of (s + g, -id) -- the same whatever the order.  So every token is
- * pushed with g = -inf (the max / sum / sel updates, and at most a placeholder
- * best of key -inf while best_id < 0), and the exact key s + fs_gumbel(x) is
- * offered to the best part only for tokens that can reach best_key: first
- * s + 17 >= best_key, then, after Philox, gumbel_may_reach().  Those few
- * candidates are evaluated one per lane per pass, so a warp runs the two logf
- * about once per group instead of four times. */
+ * row rr. */
 __device__ __forceinline__ void epi_group(Epi &e, const float *epi, int rr, int f, const Args &a)
 {
-    const int64_t v = (int64_t)e.v0 + 4 * f;
-    const int64_t left = e.scan ? a.V - v : 0;
-    const int nvalid = left <= 0 ? 0 : left < 4 ? (int)left : 4;
+    const float4 l4 = *reinterpret_cast<const float4 *>(epi + epi_idx(rr, 4 * f));
+    const int64_t v = e.v0 + 4 * f;
+    const int64_t left = a.V - v;
+    if (left <= 0)
+        return;
+    const int nvalid = left < 4 ? (int)left : 4;
     const int64_t g0 = a.vocab_offset + v;
-    float l[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    if (nvalid > 0) {
-        const float4 l4 = *reinterpret_cast<const float4 *>(epi + epi_idx(rr, 4 * f));
-        l[0] = l4.x;
-        l[1] = l4.y;
-        l[2] = l4.z;
-        l[3] = l4.w;
-    }
+    const float l[4] = {l4.x, l4.y, l4.z, l4.w};
     float s[4];
     bool ok[4];
 #pragma unroll
@@ -520,24 +448,24 @@ __device__ __forceinline__ void epi_group(Epi &e, const float *epi, int rr, int 
         if (ok[i]) {
             const int64_t gid = g0 + i;
             if (a.allowed)
-                ok[i] = (__ldg(&a.allowed[(int64_t)e.row * a.words + (gid >> 5)]) >> (gid & 31)) & 1u;
+                ok[i] = (__ldg(&a.allowed[e.row * a.words + (gid >> 5)]) >> (gid & 31)) & 1u;
             if (a.bias && ok[i])
-                b = __ldg(&a.bias[(int64_t)e.row * a.global_vocab + gid]);
+                b = __ldg(&a.bias[e.row * a.global_vocab + gid]);
         }
         s[i] = fs_score(l[i], b, e.d.inv_temp);
     }
-    /* candidates for the best key */
-    uint32_t cand = 0;
-    uint32_t x[4] = {0u, 0u, 0u, 0u};
+    float g[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     if (!(e.d.flags & FS_ROWF_GREEDY)) {
-        const float bk = e.rec.best_key;
         bool need[4];
         bool any = false;
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
+            /* g only matters for a finite, allowed, non-excluded token that can
+             * still reach best_key (fs_record_push ignores it otherwise) */
             need[i] = ok[i] && (g0 + i) != (int64_t)e.d.excluded && s[i] > -INFINITY &&
-                      s[i] < INFINITY && !(s[i] + GUMBEL_BOUND < bk);
+                      s[i] < INFINITY && !(s[i] + GUMBEL_BOUND < e.rec.best_key);
             any = any || need[i];
+            g[i] = -INFINITY;
         }
         if (any) {
             if ((g0 & 3) == 0) {
@@ -545,7 +473,8 @@ __device__ __forceinline__ void epi_group(Epi &e, const float *epi, int rr, int 
                                                     FS_PURPOSE_GUMBEL, (uint32_t)(g0 >> 2));
 #pragma unroll
                 for (int i = 0; i < 4; ++i)
-                    x[i] = w.v[i];
+                    if (need[i])
+                        g[i] = fs_gumbel(w.v[i]);
             } else {
 #pragma unroll
                 for (int i = 0; i < 4; ++i)
@@ -554,48 +483,23 @@ __device__ __forceinline__ void epi_group(Epi &e, const float *epi, int rr, int 
                         const fs_u32x4 w = fs_philox_tokens(e.d.seed, e.d.offset, e.d.position,
                                                             FS_PURPOSE_GUMBEL,
                                                             (uint32_t)(gid >> 2));
-                        x[i] = pick_word(w, (int)(gid & 3));
+                        g[i] = fs_gumbel(pick_word(w, (int)(gid & 3)));
                     }
             }
-#pragma unroll
-            for (int i = 0; i < 4; ++i)
-                if (need[i] && gumbel_may_reach(x[i], bk - s[i], bk))
-                    cand |= 1u << i;
         }
     }
 #pragma unroll
     for (int i = 0; i < 4; ++i)
         if (ok[i])
-            fs_record_push(&e.rec, &e.d, (int32_t)(g0 + i), s[i], -INFINITY);
-    /* exact noise of the candidates, one token per lane per pass */
-    while (__any_sync(0xffffffffu, cand != 0)) {
-        if (cand) {
-            const int i = __ffs((int)cand) - 1;
-            cand &= cand - 1u;
-            uint32_t xi = x[3];
-            float si = s[3];
-            xi = i == 2 ? x[2] : xi;
-            si = i == 2 ? s[2] : si;
-            xi = i == 1 ? x[1] : xi;
-            si = i == 1 ? s[1] : si;
-            xi = i == 0 ? x[0] : xi;
-            si = i == 0 ? s[0] : si;
-            const float key = si + fs_gumbel(xi);
-            const int32_t id = (int32_t)(g0 + i);
-            /* the best part of fs_record_push */
-            if (fs_beats(key, id, e.rec.best_key, e.rec.best_id)) {
-                e.rec.best_key = key;
-                e.rec.best_id = id;
-                e.rec.best_s = si;
-            }
-        }
-    }
+            fs_record_push(&e.rec, &e.d, (int32_t)(g0 + i), s[i], g[i]);
 }
 
 template <int BN>
 __device__ __forceinline__ void epi_groups(Epi &e, const float *epi, int rr, int q, int from,
                                            int to, const Args &a)
 {
+    if (!e.scan)
+        return;
     for (int j = from; j < to; ++j)
         epi_group(e, epi, rr, group_of<BN>(q, j), a);
 }
@@ -625,22 +529,9 @@ template <int BN> __device__ __forceinline__ void epi_finish(Epi &e, const Args 
         fs_record_merge(&e.rec, &o);
     }
     if (e.write) {
-        fs_record *dst = a.recs + (int64_t)e.tile * a.rec_tile_stride + (int64_t)e.row * a.rec_row_stride;
+        fs_record *dst = a.recs + e.tile * a.rec_tile_stride + e.row * a.rec_row_stride;
         *dst = e.rec;
     }
-}
-
-/* Release a stage to every CTA whose multicasts write into it: this CTA's
- * cluster row (same cy: H) and column (same cx: W), this CTA included. */
-__device__ __forceinline__ void release_stage(uint32_t bar, int csize, int cm, int cx, int cy)
-{
-    if (csize == 1) {
-        mbar_arrive(bar);
-        return;
-    }
-    for (int r = 0; r < csize; ++r)
-        if (r % cm == cx || r / cm == cy)
-            mbar_arrive_cluster(bar, (uint32_t)r);
 }
 
 template <int BN, bool BF16>
@@ -660,24 +551,15 @@ __global__ void __launch_bounds__(THREADS, 1)
 #define FSH_FULL(s) (sBar + 8u * (uint32_t)(s))
 #define FSH_EMPTY(s) (sBar + 8u * (uint32_t)(C::STAGES + (s)))
 
-    const int csize = a.cm * a.cn;
-    const uint32_t crank = csize > 1 ? cluster_rank() : 0u;
-    const int cx = (int)crank % a.cm, cy = (int)crank / a.cm;
-    const int cid = blockIdx.x / csize, nclusters = gridDim.x / csize;
-
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     if (threadIdx.x == NCT) {
         for (int s = 0; s < C::STAGES; ++s) {
             mbar_init(FSH_FULL(s), 1);
-            /* a stage is rewritten by the multicasts of the CTAs of this CTA's
-             * cluster row (H) and column (W): all their consumer warps release it */
-            mbar_init(FSH_EMPTY(s), NCW * (a.cm + a.cn - 1));
+            mbar_init(FSH_EMPTY(s), NCW);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
-    if (csize > 1)
-        cluster_sync(); /* peers' barriers are initialised before anyone uses them */
     const int KB = a.kblocks;
 
     if (warp == NCW) {
@@ -689,35 +571,15 @@ __global__ void __launch_bounds__(THREADS, 1)
                          : "memory");
             const uint64_t pol_w = a.w_evict_first ? policy_evict_first() : policy_evict_normal();
             const uint64_t pol_h = policy_evict_last();
-            /* this CTA's share of each multicast: W rows [cy * wrows, +wrows) of the
-             * tile to the cn CTAs of column cx, H rows [cx * hrows, +hrows) to the
-             * cm CTAs of row cy */
-            const int wrows = BM / a.cn, hrows = BN / a.cm;
-            uint16_t wmask = 0, hmask = 0;
-            for (int y = 0; y < a.cn; ++y)
-                wmask |= (uint16_t)(1u << (cx + a.cm * y));
-            for (int x = 0; x < a.cm; ++x)
-                hmask |= (uint16_t)(1u << (x + a.cm * cy));
             int s = 0;
             uint32_t ph = 0;
-            for (int si = cid; si < a.n_super; si += nclusters) {
-                const int vp = si / a.n_rp, rp = si - vp * a.n_rp;
-                const int vt = vp * a.cm + cx, rb = rp * a.cn + cy;
+            for (int it = blockIdx.x; it < a.n_items; it += gridDim.x) {
+                const int vt = it / a.n_rb, rb = it - vt * a.n_rb;
                 for (int kb = 0; kb < KB; ++kb) {
                     mbar_wait(FSH_EMPTY(s), ph ^ 1u);
                     mbar_expect_tx(FSH_FULL(s), (uint32_t)C::STAGE_BYTES);
-                    const uint32_t dw = sW + s * C::W_BYTES + cy * wrows * (BK * 2);
-                    const uint32_t dh = sH + s * C::H_BYTES + cx * hrows * (BK * 2);
-                    if (a.cn == 1)
-                        tma_load_2d(dw, &tmw, kb * BK, vt * BM, FSH_FULL(s), pol_w);
-                    else
-                        tma_load_2d_mc(dw, &tmw, kb * BK, vt * BM + cy * wrows, FSH_FULL(s), wmask,
-                                       pol_w);
-                    if (a.cm == 1)
-                        tma_load_2d(dh, &tmh, kb * BK, rb * BN, FSH_FULL(s), pol_h);
-                    else
-                        tma_load_2d_mc(dh, &tmh, kb * BK, rb * BN + cx * hrows, FSH_FULL(s), hmask,
-                                       pol_h);
+                    tma_load_2d(sW + s * C::W_BYTES, &tmw, kb * BK, vt * BM, FSH_FULL(s), pol_w);
+                    tma_load_2d(sH + s * C::H_BYTES, &tmh, kb * BK, rb * BN, FSH_FULL(s), pol_h);
                     if (++s == C::STAGES) {
                         s = 0;
                         ph ^= 1u;
@@ -725,117 +587,107 @@ __global__ void __launch_bounds__(THREADS, 1)
                 }
             }
         }
-        __syncwarp();
-    } else {
-        /* ---------------- consumers: 2 warpgroups ---------------------------- */
-        const int ct = threadIdx.x;          /* 0 .. 255 */
-        const int wg = ct >> 7;              /* vocabulary half of the tile */
-        const int wi = (ct >> 5) & 3;        /* warp in the warpgroup */
-        const int ga = lane >> 2, gc = lane & 3;
-        const int rr = ct / C::TPR, q = ct % C::TPR; /* epilogue: row in block, slot */
-        const bool e_active = ct < C::ACTIVE;
-        /* groups of the previous tile to push after each k-block */
-        const int per_kb = (C::UNITS + KB - 1) / KB;
+        return;
+    }
 
-        float acc[BN / 2];
+    /* ---------------- consumers: 2 warpgroups ---------------------------- */
+    const int ct = threadIdx.x;          /* 0 .. 255 */
+    const int wg = ct >> 7;              /* vocabulary half of the tile */
+    const int wi = (ct >> 5) & 3;        /* warp in the warpgroup */
+    const int ga = lane >> 2, gc = lane & 3;
+    const int rr = ct / C::TPR, q = ct % C::TPR; /* epilogue: row in block, slot */
+    const bool e_active = ct < C::ACTIVE;
+    /* groups of the previous tile to push after each k-block */
+    const int per_kb = (C::UNITS + KB - 1) / KB;
+
+    float acc[BN / 2];
 #pragma unroll
-        for (int i = 0; i < BN / 2; ++i)
-            acc[i] = 0.0f;
+    for (int i = 0; i < BN / 2; ++i)
+        acc[i] = 0.0f;
 
-        Epi e;
-        fs_record_init(&e.rec);
-        e.scan = 0;
-        e.write = 0;
-        e.row = 0;
-        e.v0 = 0;
-        e.tile = 0;
-        bool pending = false;
-        int s = 0, prev_s = 0;
-        uint32_t ph = 0;
+    Epi e;
+    fs_record_init(&e.rec);
+    e.scan = 0;
+    e.write = 0;
+    e.row = 0;
+    e.v0 = 0;
+    e.tile = 0;
+    bool pending = false;
+    int s = 0, prev_s = 0;
+    uint32_t ph = 0;
 
-        for (int si = cid; si < a.n_super; si += nclusters) {
-            const int vp = si / a.n_rp, rp = si - vp * a.n_rp;
-            const int vt = vp * a.cm + cx, rb = rp * a.cn + cy;
-            const int nrow = rb * BN + rr;
-            const bool nrow_ok = e_active && nrow < a.rows && vt < a.n_vt;
-            fs_row_desc nd; /* this tile's epilogue row, loaded during its last k-block */
-            nd.inv_temp = 1.0f;
+    for (int it = blockIdx.x; it < a.n_items; it += gridDim.x) {
+        const int vt = it / a.n_rb, rb = it - vt * a.n_rb;
+        /* the descriptor of this tile's epilogue row, fetched early */
+        const int64_t nrow = (int64_t)rb * BN + rr;
+        const bool nrow_ok = e_active && nrow < a.rows;
+        fs_row_desc nd;
+        if (nrow_ok)
+            nd = a.descs[nrow];
+        else
             nd.flags = 0;
-            nd.seed = 0;
-            nd.offset = 0;
-            nd.position = 0;
-            nd.excluded = -1;
-            nd.selected = -1;
-            nd.request = -1;
 
-            int done = 0;
-            for (int kb = 0; kb < KB; ++kb) {
-                mbar_wait(FSH_FULL(s), ph);
-                __syncwarp();
-                const uint32_t aw = sW + s * C::W_BYTES + wg * (64 * BK * 2);
-                const uint32_t ah = sH + s * C::H_BYTES;
-                fence_acc(acc);
-                wg_fence();
-                mma_kblock<BN, BF16>(acc, aw, ah, kb == 0);
-                wg_commit();
-                fence_acc(acc);
-                if (pending && done < C::UNITS) {
-                    const int to = done + per_kb < C::UNITS ? done + per_kb : C::UNITS;
-                    epi_groups<BN>(e, epi, rr, q, done, to, a);
-                    done = to;
-                }
-                if (kb == KB - 1 && nrow_ok)
-                    nd = a.descs[nrow];
-                __syncwarp();
-                wg_wait<1>();
-                fence_acc(acc);
-                if (kb > 0 && lane == 0)
-                    release_stage(FSH_EMPTY(prev_s), csize, a.cm, cx, cy);
-                prev_s = s;
-                if (++s == C::STAGES) {
-                    s = 0;
-                    ph ^= 1u;
-                }
-            }
-            wg_wait<0>();
-            fence_acc(acc);
-            if (lane == 0)
-                release_stage(FSH_EMPTY(prev_s), csize, a.cm, cx, cy);
+        int done = 0;
+        for (int kb = 0; kb < KB; ++kb) {
+            mbar_wait(FSH_FULL(s), ph);
             __syncwarp();
-
-            if (pending) {
-                epi_groups<BN>(e, epi, rr, q, done, C::UNITS, a);
-                epi_finish<BN>(e, a);
+            const uint32_t aw = sW + s * C::W_BYTES + wg * (64 * BK * 2);
+            const uint32_t ah = sH + s * C::H_BYTES;
+            fence_acc(acc);
+            wg_fence();
+            mma_kblock<BN, BF16>(acc, aw, ah, kb == 0);
+            wg_commit();
+            fence_acc(acc);
+            if (pending && done < C::UNITS) {
+                const int to = done + per_kb < C::UNITS ? done + per_kb : C::UNITS;
+                epi_groups<BN>(e, epi, rr, q, done, to, a);
+                done = to;
             }
-            consumer_bar(); /* every thread is done reading the buffer */
-#pragma unroll
-            for (int n = 0; n < BN / 8; ++n) {
-                const int r0 = 8 * n + 2 * gc;
-                const int v = 64 * wg + 16 * wi + ga;
-                epi[epi_idx(r0, v)] = acc[4 * n + 0];
-                epi[epi_idx(r0 + 1, v)] = acc[4 * n + 1];
-                epi[epi_idx(r0, v + 8)] = acc[4 * n + 2];
-                epi[epi_idx(r0 + 1, v + 8)] = acc[4 * n + 3];
+            __syncwarp();
+            wg_wait<1>();
+            fence_acc(acc);
+            if (kb > 0 && lane == 0)
+                mbar_arrive(FSH_EMPTY(prev_s));
+            prev_s = s;
+            if (++s == C::STAGES) {
+                s = 0;
+                ph ^= 1u;
             }
-            consumer_bar(); /* the buffer holds this tile */
-
-            pending = true;
-            fs_record_init(&e.rec);
-            e.d = nd;
-            e.row = nrow;
-            e.v0 = vt * BM;
-            e.tile = vt;
-            e.scan = nrow_ok && (nd.flags & FS_ROWF_VALID) ? 1 : 0;
-            e.write = nrow_ok && q == 0 ? 1 : 0;
         }
+        wg_wait<0>();
+        fence_acc(acc);
+        if (lane == 0)
+            mbar_arrive(FSH_EMPTY(prev_s));
+
         if (pending) {
-            epi_groups<BN>(e, epi, rr, q, 0, C::UNITS, a);
+            epi_groups<BN>(e, epi, rr, q, done, C::UNITS, a);
             epi_finish<BN>(e, a);
         }
+        consumer_bar(); /* every thread is done reading the buffer */
+#pragma unroll
+        for (int n = 0; n < BN / 8; ++n) {
+            const int r0 = 8 * n + 2 * gc;
+            const int v = 64 * wg + 16 * wi + ga;
+            epi[epi_idx(r0, v)] = acc[4 * n + 0];
+            epi[epi_idx(r0 + 1, v)] = acc[4 * n + 1];
+            epi[epi_idx(r0, v + 8)] = acc[4 * n + 2];
+            epi[epi_idx(r0 + 1, v + 8)] = acc[4 * n + 3];
+        }
+        consumer_bar(); /* the buffer holds this tile */
+
+        pending = true;
+        fs_record_init(&e.rec);
+        e.d = nd;
+        e.row = nrow;
+        e.v0 = (int64_t)vt * BM;
+        e.tile = vt;
+        e.scan = nrow_ok && (nd.flags & FS_ROWF_VALID) ? 1 : 0;
+        e.write = nrow_ok && q == 0 ? 1 : 0;
     }
-    /* no CTA leaves while a peer may still arrive on its barriers */
-    if (csize > 1)
-        cluster_sync();
+    if (pending) {
+        epi_groups<BN>(e, epi, rr, q, 0, C::UNITS, a);
+        epi_finish<BN>(e, a);
+    }
 #undef FSH_FULL
 #undef FSH_EMPTY
 }
@@ -855,6 +707,7 @@ __global__ void __launch_bounds__(THREADS, 1)
 
 static const int kBnList[] = {16, 32, 64, 128, 160};
 constexpr int kNumBn = (int)(sizeof(kBnList) / sizeof(kBnList[0]));
+constexpr int kMaxBn = 160;
 
 PFN_cuTensorMapEncodeTiled_v12000 encode_fn()
 {
@@ -902,105 +755,43 @@ template <int BN, bool BF16> cudaError_t configure(int device)
     return e;
 }
 
-/* Clusters of csize CTAs that can be resident at once (cached per device). */
-template <int BN, bool BF16> int max_clusters(int device, int csize, cudaStream_t stream)
+template <int BN>
+cudaError_t launch(const CUtensorMap &tw, const void *H, int is_bf16, int64_t D, int64_t rows,
+                   const Args &a0, int sm_count, int device, cudaStream_t stream)
 {
-    static int cache[64][9];
-    if (device < 64 && csize <= 8 && cache[device][csize] != 0)
-        return cache[device][csize];
-    cudaLaunchConfig_t cfg = {};
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = (unsigned)csize;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    cfg.gridDim = dim3((unsigned)csize);
-    cfg.blockDim = dim3(THREADS);
-    cfg.dynamicSmemBytes = Cfg<BN>::SMEM;
-    cfg.stream = stream;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    int n = 0;
-    if (cudaOccupancyMaxActiveClusters(&n, fsh_scan_kernel<BN, BF16>, &cfg) != cudaSuccess) {
-        (void)cudaGetLastError();
-        n = -1;
-    }
-    if (device < 64 && csize <= 8)
-        cache[device][csize] = n;
-    return n;
-}
-
-struct Plan {
-    int bn, cm, cn;
-    int64_t nrb;
-};
-
-/* Rows per CTA tile and cluster shape for a row count (see NOTES.md): few rows
- * stream W with no cluster; from 64 rows the H k-slices are multicast to 2
- * vocabulary tiles; beyond 160 rows 2 row blocks share each W k-slice. */
-Plan auto_plan(int64_t rows)
-{
-    Plan p;
-    if (rows <= 16)
-        p = {16, 1, 1, 0};
-    else if (rows <= 32)
-        p = {32, 1, 1, 0};
-    else if (rows <= 64)
-        p = {64, 2, 1, 0};
-    else if (rows <= 128)
-        p = {128, 2, 1, 0};
-    else if (rows <= 160)
-        p = {160, 2, 1, 0};
-    else if (rows <= 256)
-        p = {128, 2, 2, 0};
-    else
-        p = {160, 2, 2, 0};
-    p.nrb = (rows + p.bn - 1) / p.bn;
-    return p;
-}
-
-template <int BN, bool BF16>
-cudaError_t launch_k(const CUtensorMap &tw, const CUtensorMap &th, const Args &a, int sm_count,
-                     int device, cudaStream_t stream)
-{
-    cudaError_t e = configure<BN, BF16>(device);
+    CUtensorMap th;
+    cudaError_t e = make_map(&th, H, is_bf16, D, rows, BN);
     if (e != cudaSuccess)
         return e;
-    const int csize = a.cm * a.cn;
-    int nclusters = sm_count / csize;
-    cudaLaunchConfig_t cfg = {};
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = (unsigned)csize;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    if (csize > 1) {
-        const int m = max_clusters<BN, BF16>(device, csize, stream);
-        if (m <= 0)
-            return cudaErrorNotSupported; /* caller retries without clusters */
-        nclusters = nclusters < m ? nclusters : m;
-        cfg.attrs = attr;
-        cfg.numAttrs = 1;
+    const int grid = a0.n_items < sm_count ? a0.n_items : sm_count;
+    if (is_bf16) {
+        if ((e = configure<BN, true>(device)) != cudaSuccess)
+            return e;
+        fsh_scan_kernel<BN, true><<<grid, THREADS, Cfg<BN>::SMEM, stream>>>(tw, th, a0);
+    } else {
+        if ((e = configure<BN, false>(device)) != cudaSuccess)
+            return e;
+        fsh_scan_kernel<BN, false><<<grid, THREADS, Cfg<BN>::SMEM, stream>>>(tw, th, a0);
     }
-    if (nclusters > a.n_super)
-        nclusters = a.n_super;
-    if (nclusters < 1)
-        nclusters = 1;
-    cfg.gridDim = dim3((unsigned)(nclusters * csize));
-    cfg.blockDim = dim3(THREADS);
-    cfg.dynamicSmemBytes = Cfg<BN>::SMEM;
-    cfg.stream = stream;
-    e = cudaLaunchKernelEx(&cfg, fsh_scan_kernel<BN, BF16>, tw, th, a);
-    const cudaError_t last = cudaGetLastError(); /* also clears a launch error */
-    return e != cudaSuccess ? e : last;
+    return cudaGetLastError();
 }
 
-template <int BN>
-cudaError_t launch_bn(const CUtensorMap &tw, const CUtensorMap &th, const Args &a, int is_bf16,
-                      int sm_count, int device, cudaStream_t stream)
+/* Up to kMaxBn rows: one row block of the smallest width that holds them.
+ * Beyond: 128-row blocks (measured on H100, 151936 x 4096, 320 rows: 3 x 128
+ * 1.63 ms vs 2 x 160 1.72 ms -- the 160-wide epilogue runs on 5 of the 8
+ * consumer warps; bench/hopper_dev/NOTES.md). */
+int pick_bn(int64_t rows, int64_t *row_blocks)
 {
-    return is_bf16 ? launch_k<BN, true>(tw, th, a, sm_count, device, stream)
-                   : launch_k<BN, false>(tw, th, a, sm_count, device, stream);
+    int bn = 128;
+    if (rows <= kMaxBn)
+        for (int i = 0; i < kNumBn; ++i)
+            if (kBnList[i] >= rows) {
+                bn = kBnList[i];
+                break;
+            }
+    if (row_blocks)
+        *row_blocks = (rows + bn - 1) / bn;
+    return bn;
 }
 
 } // namespace fsh
@@ -1028,16 +819,9 @@ extern "C" int fs_hopper_bn_list(const int **list)
     return fsh::kNumBn;
 }
 
-extern "C" int fs_hopper_pick(int64_t rows, int64_t *row_blocks, int *cm, int *cn)
+extern "C" int fs_hopper_pick_bn(int64_t rows, int64_t *row_blocks)
 {
-    const fsh::Plan p = fsh::auto_plan(rows);
-    if (row_blocks)
-        *row_blocks = p.nrb;
-    if (cm)
-        *cm = p.cm;
-    if (cn)
-        *cn = p.cn;
-    return p.bn;
+    return fsh::pick_bn(rows, row_blocks);
 }
 
 extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf16, int64_t V_local,
@@ -1052,7 +836,7 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
         return (int)cudaSuccess;
     if (!W || !H || !descs || !tile_recs || !fs_hopper_supported(D, 1) || !fs_hopper_aligned(W, H) ||
         n_tiles_out != fs_hopper_num_tiles(V_local, rows) || vocab_offset < 0 ||
-        vocab_offset + V_local > global_vocab || global_vocab > INT32_MAX || rows > INT32_MAX)
+        vocab_offset + V_local > global_vocab || global_vocab > INT32_MAX)
         return (int)cudaErrorInvalidValue;
     int device = 0;
     cudaError_t e = cudaGetDevice(&device);
@@ -1069,76 +853,51 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
             return (int)e;
     }
 
-    Plan p = auto_plan(rows);
+    int64_t nrb = 0;
+    int bn = pick_bn(rows, &nrb);
     if (opts && opts->force_bn) {
-        p.bn = 0;
+        bn = 0;
         for (int i = 0; i < kNumBn; ++i)
             if (kBnList[i] == opts->force_bn)
-                p.bn = kBnList[i];
-        if (!p.bn)
+                bn = kBnList[i];
+        if (!bn)
             return (int)cudaErrorInvalidValue;
-        p.nrb = (rows + p.bn - 1) / p.bn;
+        nrb = (rows + bn - 1) / bn;
     }
-    if (opts && opts->force_cm)
-        p.cm = opts->force_cm;
-    if (opts && opts->force_cn)
-        p.cn = opts->force_cn;
     const int64_t n_vt = n_tiles_out;
-    /* no wider cluster than the work */
-    if (p.cn > p.nrb)
-        p.cn = (int)p.nrb;
-    if (p.cm > n_vt)
-        p.cm = 1;
-    if (!(p.cm == 1 || p.cm == 2 || p.cm == 4) || !(p.cn == 1 || p.cn == 2) || p.cm * p.cn > 8 ||
-        (p.bn / p.cm) % 8 != 0)
+    const int64_t items = n_vt * nrb;
+    if (items > INT32_MAX || rows > INT32_MAX || V_local > INT32_MAX)
         return (int)cudaErrorInvalidValue;
 
-    for (int attempt = 0; attempt < 2; ++attempt) {
-        const int64_t n_rp = (p.nrb + p.cn - 1) / p.cn;
-        const int64_t n_super = (n_vt + p.cm - 1) / p.cm * n_rp;
-        if (n_super > INT32_MAX || p.nrb > INT32_MAX || n_vt > INT32_MAX)
-            return (int)cudaErrorInvalidValue;
-        Args a;
-        a.descs = descs;
-        a.bias = logit_bias;
-        a.allowed = allowed;
-        a.recs = tile_recs;
-        a.rec_tile_stride = opts ? opts->rec_tile_stride : rows;
-        a.rec_row_stride = opts ? opts->rec_row_stride : 1;
-        a.rows = rows;
-        a.V = V_local;
-        a.vocab_offset = vocab_offset;
-        a.global_vocab = global_vocab;
-        a.words = (global_vocab + 31) / 32;
-        a.n_vt = (int)n_vt;
-        a.n_rb = (int)p.nrb;
-        a.n_rp = (int)n_rp;
-        a.n_super = (int)n_super;
-        a.kblocks = (int)((D + BK - 1) / BK);
-        /* a W tile read by one CTA only (no second row block, or every row block
-         * served by one multicast) is dead after use; otherwise the neighbours
-         * read it again from L2 */
-        a.w_evict_first = p.nrb == p.cn ? 1 : 0;
-        a.cm = p.cm;
-        a.cn = p.cn;
+    Args a;
+    a.descs = descs;
+    a.bias = logit_bias;
+    a.allowed = allowed;
+    a.recs = tile_recs;
+    a.rec_tile_stride = opts ? opts->rec_tile_stride : rows;
+    a.rec_row_stride = opts ? opts->rec_row_stride : 1;
+    a.rows = rows;
+    a.V = V_local;
+    a.vocab_offset = vocab_offset;
+    a.global_vocab = global_vocab;
+    a.words = (global_vocab + 31) / 32;
+    a.n_rb = (int)nrb;
+    a.n_items = (int)items;
+    a.kblocks = (int)((D + BK - 1) / BK);
+    a.is_bf16 = is_bf16 ? 1 : 0;
+    /* a W tile read by one row block only is dead after use; with several row
+     * blocks the neighbours read it from L2 */
+    a.w_evict_first = nrb == 1 ? 1 : 0;
 
-        CUtensorMap tw, th;
-        if ((e = make_map(&tw, W, is_bf16, D, V_local, BM / p.cn)) != cudaSuccess)
-            return (int)e;
-        if ((e = make_map(&th, H, is_bf16, D, rows, p.bn / p.cm)) != cudaSuccess)
-            return (int)e;
-        switch (p.bn) {
-        case 16: e = launch_bn<16>(tw, th, a, is_bf16, sm_count, device, stream); break;
-        case 32: e = launch_bn<32>(tw, th, a, is_bf16, sm_count, device, stream); break;
-        case 64: e = launch_bn<64>(tw, th, a, is_bf16, sm_count, device, stream); break;
-        case 128: e = launch_bn<128>(tw, th, a, is_bf16, sm_count, device, stream); break;
-        default: e = launch_bn<160>(tw, th, a, is_bf16, sm_count, device, stream); break;
-        }
-        if (e == cudaErrorNotSupported && p.cm * p.cn > 1) {
-            p.cm = p.cn = 1; /* clusters of this size cannot be resident: plain CTAs */
-            continue;
-        }
-        break;
+    CUtensorMap tw;
+    if ((e = make_map(&tw, W, is_bf16, D, V_local, BM)) != cudaSuccess)
+        return (int)e;
+    switch (bn) {
+    case 16: e = launch<16>(tw, H, is_bf16, D, rows, a, sm_count, device, stream); break;
+    case 32: e = launch<32>(tw, H, is_bf16, D, rows, a, sm_count, device, stream); break;
+    case 64: e = launch<64>(tw, H, is_bf16, D, rows, a, sm_count, device, stream); break;
+    case 128: e = launch<128>(tw, H, is_bf16, D, rows, a, sm_count, device, stream); break;
+    default: e = launch<160>(tw, H, is_bf16, D, rows, a, sm_count, device, stream); break;
     }
     return (int)e;
 }
@@ -1151,9 +910,9 @@ extern "C" int fs_hopper_scan_launch(const void *W, const void *H, int is_bf16, 
                                      cudaStream_t stream)
 {
     fs_hopper_opts o;
-    memset(&o, 0, sizeof o);
     o.rec_tile_stride = rows;
     o.rec_row_stride = 1;
+    o.force_bn = 0;
     return fs_hopper_scan_launch_ex(W, H, is_bf16, V_local, D, rows, vocab_offset, global_vocab,
                                     descs, logit_bias, allowed, tile_recs, n_tiles_out, sm_count,
                                     &o, stream);

@@ -53,14 +53,12 @@ int fs_hopper_scan_launch(const void *W, const void *H, int is_bf16, int64_t V_l
  *   (fs_hopper_scan_launch: rec_tile_stride = rows, rec_row_stride = 1; the
  *   generic CUDA backend's [rows][tiles] layout is rec_tile_stride = 1,
  *   rec_row_stride = n_tiles);
- *   force_bn / force_cm / force_cn: development overrides of the tile and
- *   cluster shape (0 = automatic; zero-initialise the struct). */
+ *   force_bn: 0 = automatic, else one of fs_hopper_bn_list (rows per CTA
+ *   tile; rows above it are split into row blocks). */
 typedef struct fs_hopper_opts {
     int64_t rec_tile_stride;
     int64_t rec_row_stride;
-    int force_bn; /* 0 = automatic */
-    int force_cm; /* cluster: CTAs sharing each H k-slice (1, 2, 4); 0 = automatic */
-    int force_cn; /* cluster: CTAs sharing each W k-slice (1, 2); 0 = automatic */
+    int force_bn;
 } fs_hopper_opts;
 
 int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf16, int64_t V_local,
@@ -69,11 +67,10 @@ int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf16, int64_t 
                              const uint32_t *allowed, fs_record *tile_recs, int64_t n_tiles_out,
                              int sm_count, const fs_hopper_opts *opts, cudaStream_t stream);
 
-/* The row-block widths compiled in (ascending), and the automatic choice for
- * `rows`: returns the row-block width, with the number of row blocks and the
- * cluster shape (cm vocabulary tiles x cn row blocks per cluster). */
+/* The row-block widths compiled in (ascending), and the one the automatic
+ * choice takes for `rows` (with the number of row blocks). */
 int fs_hopper_bn_list(const int **list);
-int fs_hopper_pick(int64_t rows, int64_t *row_blocks, int *cm, int *cn);
+int fs_hopper_pick_bn(int64_t rows, int64_t *row_blocks);
 
 #ifdef __cplusplus
 }
