@@ -50,7 +50,6 @@
     } while (0)
 
 static cudaStream_t g_stream;
-static bool g_nocluster = false; /* FSH_NOCLUSTER=1: force 1x1 clusters everywhere */
 static cublasHandle_t g_blas;
 static int g_sms;
 
@@ -396,7 +395,6 @@ struct Case {
     int bf16;
     int force_bn;
     int desc_mode;
-    int force_cm, force_cn;
 };
 
 static bool run_case(const Case &k, std::vector<std::string> &summary)
@@ -428,26 +426,17 @@ static bool run_case(const Case &k, std::vector<std::string> &summary)
     o.rec_tile_stride = rows;
     o.rec_row_stride = 1;
     o.force_bn = k.force_bn;
-    o.force_cm = g_nocluster ? 1 : k.force_cm;
-    o.force_cn = g_nocluster ? 1 : k.force_cn;
     int rc = fs_hopper_scan_launch_ex(B.W, B.H, k.bf16, V, D, rows, voff, GV, B.descs,
                                       k.bias ? B.bias : nullptr, k.mask ? B.allowed : nullptr,
                                       B.recs, nt, g_sms, &o, g_stream);
     char name[160];
     int64_t nrb = 0;
-    int cm = 1, cn = 1;
-    int bn = fs_hopper_pick(rows, &nrb, &cm, &cn);
+    int bn = fs_hopper_pick_bn(rows, &nrb);
     if (k.force_bn)
         bn = k.force_bn;
-    if (k.force_cm)
-        cm = k.force_cm;
-    if (k.force_cn)
-        cn = k.force_cn;
-    if (g_nocluster)
-        cm = cn = 1;
-    snprintf(name, sizeof name, "V=%ld D=%ld rows=%ld off=%ld %s%s%s bn=%d c=%dx%d", (long)V,
-             (long)D, (long)rows, (long)voff, k.bf16 ? "bf16" : "fp16", k.bias ? " bias" : "",
-             k.mask ? " mask" : "", bn, cm, cn);
+    snprintf(name, sizeof name, "V=%ld D=%ld rows=%ld off=%ld %s%s%s bn=%d", (long)V, (long)D,
+             (long)rows, (long)voff, k.bf16 ? "bf16" : "fp16", k.bias ? " bias" : "",
+             k.mask ? " mask" : "", bn);
     if (rc != 0) {
         printf("  %-60s LAUNCH FAILED rc=%d (%s)\n", name, rc, cudaGetErrorString((cudaError_t)rc));
         summary.push_back(std::string("FAIL launch ") + name);
@@ -547,8 +536,7 @@ template <class F> static float median_ms(F f, int reps = 30, bool flush = true)
     return ts[ts.size() / 2];
 }
 
-static float time_mine(int64_t V, int64_t D, int64_t rows, int force_bn, int force_cm = 0,
-                       int force_cn = 0)
+static float time_mine(int64_t V, int64_t D, int64_t rows, int force_bn)
 {
     const int64_t nt = fs_hopper_num_tiles(V, rows);
     fs_hopper_opts o;
@@ -556,8 +544,6 @@ static float time_mine(int64_t V, int64_t D, int64_t rows, int force_bn, int for
     o.rec_tile_stride = rows;
     o.rec_row_stride = 1;
     o.force_bn = force_bn;
-    o.force_cm = g_nocluster ? 1 : force_cm;
-    o.force_cn = g_nocluster ? 1 : force_cn;
     int failed = 0;
     float t = median_ms([&] {
         int rc = fs_hopper_scan_launch_ex(B.W, B.H, 1, V, D, rows, 0, V, B.descs, nullptr, nullptr,
@@ -583,9 +569,6 @@ static float time_cublas(int64_t V, int64_t D, int64_t rows)
 int main(int argc, char **argv)
 {
     bool quick = argc > 1 && !strcmp(argv[1], "quick");
-    g_nocluster = getenv("FSH_NOCLUSTER") && atoi(getenv("FSH_NOCLUSTER"));
-    if (g_nocluster)
-        printf("FSH_NOCLUSTER: every launch without clusters\n");
     cudaDeviceProp p;
     CK(cudaGetDeviceProperties(&p, 0));
     g_sms = p.multiProcessorCount;
@@ -628,27 +611,16 @@ int main(int argc, char **argv)
     int fails = 0;
     printf("== correctness ==\n");
     std::vector<Case> cases = {
-        /* V, D, rows, voff, gv_extra, bias, mask, bf16, force_bn, desc_mode, force_cm, force_cn */
+        /* V, D, rows, voff, gv_extra, bias, mask, bf16, force_bn, desc_mode */
         {10000, 4104, 37, 3, 50, true, true, 1, 0, 0},   /* D % 64 != 0, unaligned offset */
-        {10000, 1024, 100, 1, 0, true, true, 1, 32, 0, 4, 2}, /* cluster 8, odd tiles */
-        {10000, 1024, 64, 0, 0, false, false, 1, 16, 0, 2, 2}, /* cluster 4 of 16-row blocks */
-        {20000, 2048, 500, 0, 0, false, false, 1, 0, 0},      /* 4 row blocks, cn = 2 */
-        {20000, 2048, 77, 0, 0, false, false, 0, 0, 0},       /* fp16, cluster 2 */
-        {20000, 4096, 128, 0, 0, false, false, 1, 0, 0},      /* cluster 2 */
-        {20001, 4096, 256, 0, 0, false, true, 1, 0, 0},       /* cluster 2x2, odd tiles */
-        /* every forced tile / cluster shape the timing explores */
-        {20001, 2048, 32, 0, 0, false, false, 1, 32, 0, 2, 1},
-        {20001, 2048, 64, 0, 0, false, false, 1, 64, 0, 4, 1},
-        {20001, 2048, 128, 0, 0, false, true, 1, 128, 0, 4, 1},
-        {20001, 2048, 128, 0, 0, false, false, 1, 128, 0, 1, 1},
-        {20001, 2048, 256, 0, 0, false, false, 1, 128, 0, 4, 2},
-        {20001, 2048, 256, 0, 0, false, false, 1, 128, 0, 2, 1},
-        {20001, 2048, 256, 0, 0, false, false, 1, 128, 0, 1, 2},
-        {20001, 2048, 256, 0, 0, false, false, 1, 128, 0, 1, 1},
-        {20001, 2048, 320, 0, 0, true, false, 1, 160, 0, 4, 2},
-        {20001, 2048, 320, 0, 0, false, false, 1, 160, 0, 2, 1},
-        {20001, 2048, 300, 0, 0, false, false, 1, 160, 0, 1, 2},
-        {20001, 2048, 320, 0, 0, false, false, 1, 160, 0, 1, 1},
+        {20000, 2048, 500, 0, 0, false, false, 1, 0, 0},      /* 4 row blocks of 128 */
+        {20000, 2048, 77, 0, 0, false, false, 0, 0, 0},       /* fp16, bn 128 */
+        {20001, 4096, 256, 0, 0, false, true, 1, 0, 0},       /* odd tile count */
+        /* every forced tile shape the timing explores */
+        {20001, 2048, 32, 0, 0, false, false, 1, 32, 0},
+        {20001, 2048, 150, 0, 0, false, true, 1, 160, 0},
+        {20001, 2048, 320, 0, 0, true, false, 1, 160, 0},
+        {20001, 2048, 320, 0, 0, false, false, 1, 64, 0},
         {5000, 512, 5, 0, 0, false, false, 0, 0, 0},     /* fp16 */
         {4097, 64, 16, 8, 0, false, false, 1, 0, 0},     /* one k-block */
         {10000, 1024, 100, 0, 0, true, false, 1, 32, 0}, /* 4 row blocks of 32 */
@@ -687,9 +659,9 @@ int main(int argc, char **argv)
         char line[400];
         snprintf(line, sizeof line, "copy BW %.0f GB/s", copy_bw / 1e9);
         table.push_back(line);
-        table.push_back("   V     D  rows  bnxrb clus | mine ms | cuBLAS ms | floor ms | mine/max(floor,cublas) | W GB/s");
+        table.push_back("   V     D  rows  bn x rb | mine ms | cuBLAS ms | floor ms | mine/max(floor,cublas) | W GB/s");
         const int64_t shapes[2][2] = {{151936, 4096}, {128256, 8192}};
-        const int64_t row_list[] = {1, 16, 32, 64, 128, 256, 320};
+        const int64_t row_list[] = {1, 16, 32, 64, 128, 160, 256, 320};
         for (auto &sh : shapes) {
             const int64_t V = sh[0], D = sh[1];
             fill_inputs(V, D, MAXR, 1, 77);
@@ -701,30 +673,25 @@ int main(int argc, char **argv)
             const double floor_ms = wbytes / copy_bw * 1e3;
             for (int64_t rows : row_list) {
                 int64_t nrb;
-                int cm, cn;
-                int bn = fs_hopper_pick(rows, &nrb, &cm, &cn);
+                int bn = fs_hopper_pick_bn(rows, &nrb);
                 float tm = time_mine(V, D, rows, 0);
                 float tc = time_cublas(V, D, rows);
                 double ref = std::max((double)tc, floor_ms);
                 snprintf(line, sizeof line,
-                         "%6ld %5ld %5ld %3dx%ld c%dx%d | %7.3f | %9.3f | %8.3f | %6.3f | %6.0f",
-                         (long)V, (long)D, (long)rows, bn, (long)nrb, cm, cn, tm, tc, floor_ms,
-                         tm / ref, wbytes / (tm * 1e-3) / 1e9);
+                         "%6ld %5ld %5ld %3d x %ld | %7.3f | %9.3f | %8.3f | %6.3f | %6.0f", (long)V,
+                         (long)D, (long)rows, bn, (long)nrb, tm, tc, floor_ms, tm / ref,
+                         wbytes / (tm * 1e-3) / 1e9);
                 printf("%s\n", line);
                 fflush(stdout);
                 table.push_back(line);
             }
-            /* variants: other tiles / cluster shapes */
-            const int var[][4] = {{32, 32, 1, 1},   {32, 32, 2, 1},   {64, 64, 1, 1},
-                                  {64, 64, 2, 1},   {64, 64, 4, 1},   {128, 128, 1, 1},
-                                  {128, 128, 2, 1}, {128, 128, 4, 1}, {256, 128, 1, 1},
-                                  {256, 128, 2, 1}, {256, 128, 1, 2}, {256, 128, 2, 2},
-                                  {256, 128, 4, 2}, {320, 160, 1, 1}, {320, 160, 2, 1},
-                                  {320, 160, 1, 2}, {320, 160, 2, 2}, {320, 160, 4, 2}};
+            /* variants: other row-block widths */
+            const int var[][2] = {{16, 32}, {64, 32}, {128, 64}, {160, 160}, {160, 128},
+                                  {256, 64}, {320, 160}, {320, 64}};
             for (auto &vv : var) {
-                float tm = time_mine(V, D, vv[0], vv[1], vv[2], vv[3]);
-                snprintf(line, sizeof line, "   variant V=%ld D=%ld rows=%d bn=%d c%dx%d: %.3f ms",
-                         (long)V, (long)D, vv[0], vv[1], vv[2], vv[3], tm);
+                float tm = time_mine(V, D, vv[0], vv[1]);
+                snprintf(line, sizeof line, "   variant V=%ld D=%ld rows=%d bn=%d: %.3f ms", (long)V,
+                         (long)D, vv[0], vv[1], tm);
                 printf("%s\n", line);
                 table.push_back(line);
             }
