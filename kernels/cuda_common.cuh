@@ -16,6 +16,7 @@
 #include "finalize.h"
 #include "philox.h"
 #include "record.h"
+#include "record_shfl.cuh"
 
 /* Every record covers at least FS_REC_MIN_TOKENS tokens (except the last of a row), so a row never has
  * more than ceil(V / FS_REC_MIN_TOKENS) records.  The workspace is sized with
@@ -83,26 +84,13 @@ static __device__ __forceinline__ void fs_push_group(fs_record *rec, const fs_ro
     }
 }
 
-static __device__ __forceinline__ fs_record fs_record_shfl_down(const fs_record &r, int delta)
-{
-    fs_record o;
-    o.max_s = __shfl_down_sync(0xffffffffu, r.max_s, delta);
-    o.max_id = __shfl_down_sync(0xffffffffu, r.max_id, delta);
-    o.sum_exp = __shfl_down_sync(0xffffffffu, r.sum_exp, delta);
-    o.best_key = __shfl_down_sync(0xffffffffu, r.best_key, delta);
-    o.best_id = __shfl_down_sync(0xffffffffu, r.best_id, delta);
-    o.best_s = __shfl_down_sync(0xffffffffu, r.best_s, delta);
-    o.sel_s = __shfl_down_sync(0xffffffffu, r.sel_s, delta);
-    o.flags = __shfl_down_sync(0xffffffffu, r.flags, delta);
-    return o;
-}
-
-/* Merge the records of a full warp into lane 0 (fixed tree: deterministic). */
+/* Merge the records of a full warp into every lane (fixed butterfly:
+ * deterministic). */
 static __device__ __forceinline__ void fs_record_warp_reduce(fs_record *r)
 {
 #pragma unroll
-    for (int delta = 16; delta > 0; delta >>= 1) {
-        fs_record o = fs_record_shfl_down(*r, delta);
+    for (int mask = 16; mask > 0; mask >>= 1) {
+        fs_record o = fs_record_shfl_xor(*r, mask);
         fs_record_merge(r, &o);
     }
 }

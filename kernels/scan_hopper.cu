@@ -45,6 +45,7 @@
 
 #include "philox.h"
 #include "record.h"
+#include "record_shfl.cuh"
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define FSH_SM90A 1
@@ -504,20 +505,6 @@ __device__ __forceinline__ void epi_groups(Epi &e, const float *epi, int rr, int
         epi_group(e, epi, rr, group_of<BN>(q, j), a);
 }
 
-__device__ __forceinline__ fs_record shfl_xor_rec(const fs_record &r, int m)
-{
-    fs_record o;
-    o.max_s = __shfl_xor_sync(0xffffffffu, r.max_s, m);
-    o.max_id = __shfl_xor_sync(0xffffffffu, r.max_id, m);
-    o.sum_exp = __shfl_xor_sync(0xffffffffu, r.sum_exp, m);
-    o.best_key = __shfl_xor_sync(0xffffffffu, r.best_key, m);
-    o.best_id = __shfl_xor_sync(0xffffffffu, r.best_id, m);
-    o.best_s = __shfl_xor_sync(0xffffffffu, r.best_s, m);
-    o.sel_s = __shfl_xor_sync(0xffffffffu, r.sel_s, m);
-    o.flags = __shfl_xor_sync(0xffffffffu, r.flags, m);
-    return o;
-}
-
 /* Merge the TPR threads of each row (all 32 lanes of the warp take part) and
  * write the record. */
 template <int BN> __device__ __forceinline__ void epi_finish(Epi &e, const Args &a)
@@ -525,7 +512,7 @@ template <int BN> __device__ __forceinline__ void epi_finish(Epi &e, const Args 
     using C = Cfg<BN>;
 #pragma unroll
     for (int m = 1; m < C::TPR; m <<= 1) {
-        const fs_record o = shfl_xor_rec(e.rec, m);
+        const fs_record o = fs_record_shfl_xor(e.rec, m);
         fs_record_merge(&e.rec, &o);
     }
     if (e.write) {
