@@ -4,7 +4,7 @@
 # (the device tool's output folder) or bench/results/.
 #   bench/run_device.sh            tests + sanitizers + benchmark
 #   bench/run_device.sh tests      tests + sanitizers only
-#   bench/run_device.sh bench      benchmark only
+#   bench/run_device.sh bench      benchmark + ncu profile of the Hopper scan
 # Arguments after the first go to flashspec_bench.  FS_SANITIZE=0 skips the
 # sanitizers.  cmocka and GSL come from .deps/*.deb when the machine lacks
 # them (carry .deps).
@@ -23,5 +23,6 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
 fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
   bench/run_bench.sh "$@" || status=1
+  bench/profile_hopper.sh || status=1
 fi
 exit $status
