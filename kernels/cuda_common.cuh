@@ -188,9 +188,13 @@ int64_t fs_logits_chunk(int64_t rows, int64_t vocab, int sm_count);
 cudaError_t fs_launch_scan_logits(const fs_op_args *a, const fs_scan_args *s, int64_t chunk,
                                   cudaStream_t stream);
 
-/* Per-row merge of tile records into row_recs (merge_finalize.cu). */
-cudaError_t fs_launch_merge(const fs_record *tile_recs, int64_t tiles_per_row,
-                            const fs_row_desc *descs, fs_record *row_recs, int64_t rows,
+/* Per-row merge of tile records into row_recs (merge_finalize.cu); with
+ * finalize != 0, sample and argmax rows are finalized into a's outputs by the
+ * merge itself (row_recs is then not written) and fs_launch_finalize must not
+ * run. */
+cudaError_t fs_launch_merge(const fs_op_args *a, const fs_record *tile_recs,
+                            int64_t tiles_per_row, const fs_row_desc *descs,
+                            const int32_t *pre_status, fs_record *row_recs, int finalize,
                             cudaStream_t stream);
 
 /* Per-op finalizer over merged records (merge_finalize.cu). */

@@ -7,7 +7,9 @@
  *   merge     per-row records into row_recs               (merge_finalize.cu)
  *   exchange  tensor parallel only: all-gather + merge of row_recs across
  *             vocabulary shards                          (tp_exchange.cu)
- *   finalize  the op's finalizer writes every output     (merge_finalize.cu)
+ *   finalize  the op's finalizer writes every output     (merge_finalize.cu;
+ *             done by the merge itself for sample and argmax when no exchange
+ *             runs in between)
  *
  * Everything is enqueued on the context's stream: no allocation, no host
  * synchronisation, no copy to the host, so a call can be captured in a CUDA
@@ -154,17 +156,24 @@ extern "C" fs_status fs_cuda_run(fs_context *ctx, const fs_op_args *a)
             e = fs_launch_scan_logits(a, &s, chunk, stream);
         }
     }
+    /* sample and argmax finalize inside the merge unless the records must
+       first be exchanged across vocabulary shards */
+    const bool sharded = fs_tp_ranks(ctx) > 1;
+    const bool merge_finalizes = a->op != FS_OP_VERIFY && !sharded;
     if (e == cudaSuccess) {
         step = "merge";
-        e = fs_launch_merge(w.tile_recs, s.tiles_per_row, w.descs, w.row_recs, a->rows, stream);
+        e = fs_launch_merge(a, w.tile_recs, s.tiles_per_row, w.descs, w.pre_status, w.row_recs,
+                            merge_finalizes, stream);
     }
-    if (e == cudaSuccess) {
+    if (e == cudaSuccess && sharded) {
         /* tensor parallel: row_recs of this shard become the whole vocabulary's */
         st = fs_tp_exchange(ctx, w.row_recs, a->rows, w.tp_gather, stream);
         if (st != FS_OK) {
             fs_cuda_leave(prev_device);
             return st;
         }
+    }
+    if (e == cudaSuccess && !merge_finalizes) {
         step = "finalize";
         e = fs_launch_finalize(a, w.row_recs, w.descs, w.pre_status, stream);
     }

@@ -1,43 +1,87 @@
 /* Second stage of the scan: merge each row's tile records into one record per
  * row (row_recs), then run the op's finalizer (finalize.h) on the merged
- * records.  The two are separate launches: the tensor-parallel exchange of
- * row_recs (tp_exchange.cu) runs between them. */
+ * records.  When nothing has to happen in between (sample and argmax without
+ * a tensor-parallel exchange), the merge block finalizes its row itself and
+ * the separate finalize launch is skipped: at small row counts every launch
+ * is a visible share of the call. */
 #include "cuda_common.cuh"
 
-#define FS_MERGE_THREADS 128
+#define FS_MERGE_THREADS 256
+#define FS_MERGE_BATCH 4
 #define FS_FINALIZE_THREADS 128
 
-/* One block per row.  Thread t merges tiles t, t + 128, ... in order, then the
- * block merges the threads' records in a fixed tree: the result (sum_exp's
- * rounding included) is the same on every run. */
+/* One block per row.  Thread t merges tiles t, t + 256, ... in that order
+ * (loaded FS_MERGE_BATCH at a time so the loads overlap), then the block
+ * merges the threads' records in a fixed tree: the result, sum_exp's rounding
+ * included, is the same on every run.  fin_op: -1 = only store the merged
+ * record; FS_OP_SAMPLE / FS_OP_ARGMAX = finalize the row into the outputs. */
 __global__ void __launch_bounds__(FS_MERGE_THREADS)
     fs_merge_kernel(const fs_record *__restrict__ tile_recs, int64_t tiles_per_row,
-                    const fs_row_desc *__restrict__ descs, fs_record *row_recs)
+                    const fs_row_desc *__restrict__ descs, fs_record *row_recs, int fin_op,
+                    const int32_t *__restrict__ pre_status, int32_t *out_tokens,
+                    float *out_values, int32_t *out_row_status)
 {
     __shared__ fs_record scratch[32];
     const int64_t row = blockIdx.x;
+    const fs_row_desc d = descs[row];
     fs_record acc;
     fs_record_init(&acc);
-    if (descs[row].flags & FS_ROWF_VALID) {
+    if (d.flags & FS_ROWF_VALID) {
         const fs_record *recs = tile_recs + row * tiles_per_row;
-        for (int64_t t = threadIdx.x; t < tiles_per_row; t += blockDim.x) {
-            fs_record r = recs[t];
-            fs_record_merge(&acc, &r);
+        for (int64_t t0 = threadIdx.x; t0 < tiles_per_row;
+             t0 += (int64_t)FS_MERGE_BATCH * FS_MERGE_THREADS) {
+            fs_record r[FS_MERGE_BATCH];
+#pragma unroll
+            for (int i = 0; i < FS_MERGE_BATCH; ++i) {
+                const int64_t t = t0 + (int64_t)i * FS_MERGE_THREADS;
+                if (t < tiles_per_row)
+                    r[i] = recs[t];
+                else
+                    fs_record_init(&r[i]);
+            }
+#pragma unroll
+            for (int i = 0; i < FS_MERGE_BATCH; ++i)
+                fs_record_merge(&acc, &r[i]);
         }
     }
     acc = fs_record_block_reduce(acc, scratch);
-    if (threadIdx.x == 0)
+    if (threadIdx.x != 0)
+        return;
+    if (fin_op == FS_OP_SAMPLE) {
+        int32_t tok, st = pre_status[row];
+        float lp;
+        fs_finalize_sample(&acc, &d, &tok, &lp, &st);
+        out_tokens[row] = tok;
+        if (out_values)
+            out_values[row] = lp;
+        out_row_status[row] = st;
+    } else if (fin_op == FS_OP_ARGMAX) {
+        int32_t tok, st;
+        float v;
+        fs_finalize_argmax(&acc, &tok, &v, &st);
+        out_tokens[row] = tok;
+        if (out_values)
+            out_values[row] = v;
+        out_row_status[row] = st;
+    } else {
         row_recs[row] = acc;
+    }
 }
 
-cudaError_t fs_launch_merge(const fs_record *tile_recs, int64_t tiles_per_row,
-                            const fs_row_desc *descs, fs_record *row_recs, int64_t rows,
+cudaError_t fs_launch_merge(const fs_op_args *a, const fs_record *tile_recs,
+                            int64_t tiles_per_row, const fs_row_desc *descs,
+                            const int32_t *pre_status, fs_record *row_recs, int finalize,
                             cudaStream_t stream)
 {
-    fs_merge_kernel<<<(unsigned)rows, FS_MERGE_THREADS, 0, stream>>>(tile_recs, tiles_per_row,
-                                                                     descs, row_recs);
+    const int fin_op = finalize && a->op != FS_OP_VERIFY ? (int)a->op : -1;
+    fs_merge_kernel<<<(unsigned)a->rows, FS_MERGE_THREADS, 0, stream>>>(
+        tile_recs, tiles_per_row, descs, row_recs, fin_op, pre_status, a->out_tokens,
+        a->out_values, a->out_row_status);
     return cudaGetLastError();
 }
+
+/* The finalize kernels, for what the merge did not finalize: verify, and
+ * every op under tensor parallelism (after the exchange). */
 
 /* sample: rows whose temperature was bad keep their pre-scan status. */
 __global__ void fs_finalize_sample_kernel(const fs_record *__restrict__ row_recs,
