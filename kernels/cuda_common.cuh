@@ -191,11 +191,11 @@ cudaError_t fs_launch_scan_logits(const fs_op_args *a, const fs_scan_args *s, in
 /* Per-row merge of tile records into row_recs (merge_finalize.cu); with
  * finalize != 0, sample and argmax rows are finalized into a's outputs by the
  * merge itself (row_recs is then not written) and fs_launch_finalize must not
- * run. */
+ * run.  overlap: launch programmatically (sm_90+; see pdl.cuh). */
 cudaError_t fs_launch_merge(const fs_op_args *a, const fs_record *tile_recs,
                             int64_t tiles_per_row, const fs_row_desc *descs,
                             const int32_t *pre_status, fs_record *row_recs, int finalize,
-                            cudaStream_t stream);
+                            bool overlap, cudaStream_t stream);
 
 /* Per-op finalizer over merged records (merge_finalize.cu). */
 cudaError_t fs_launch_finalize(const fs_op_args *a, const fs_record *row_recs,

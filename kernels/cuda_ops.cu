@@ -163,7 +163,7 @@ extern "C" fs_status fs_cuda_run(fs_context *ctx, const fs_op_args *a)
     if (e == cudaSuccess) {
         step = "merge";
         e = fs_launch_merge(a, w.tile_recs, s.tiles_per_row, w.descs, w.pre_status, w.row_recs,
-                            merge_finalizes, stream);
+                            merge_finalizes, ctx->cc_major >= 9, stream);
     }
     if (e == cudaSuccess && sharded) {
         /* tensor parallel: row_recs of this shard become the whole vocabulary's */

@@ -5,6 +5,7 @@
  * the separate finalize launch is skipped: at small row counts every launch
  * is a visible share of the call. */
 #include "cuda_common.cuh"
+#include "pdl.cuh"
 
 #define FS_MERGE_THREADS 256
 #define FS_MERGE_BATCH 4
@@ -22,6 +23,7 @@ __global__ void __launch_bounds__(FS_MERGE_THREADS)
                     float *out_values, int32_t *out_row_status)
 {
     __shared__ fs_record scratch[32];
+    fs_pdl_wait(); /* launched while the scan may still run */
     const int64_t row = blockIdx.x;
     const fs_row_desc d = descs[row];
     fs_record acc;
@@ -71,13 +73,14 @@ __global__ void __launch_bounds__(FS_MERGE_THREADS)
 cudaError_t fs_launch_merge(const fs_op_args *a, const fs_record *tile_recs,
                             int64_t tiles_per_row, const fs_row_desc *descs,
                             const int32_t *pre_status, fs_record *row_recs, int finalize,
-                            cudaStream_t stream)
+                            bool overlap, cudaStream_t stream)
 {
     const int fin_op = finalize && a->op != FS_OP_VERIFY ? (int)a->op : -1;
-    fs_merge_kernel<<<(unsigned)a->rows, FS_MERGE_THREADS, 0, stream>>>(
-        tile_recs, tiles_per_row, descs, row_recs, fin_op, pre_status, a->out_tokens,
-        a->out_values, a->out_row_status);
-    return cudaGetLastError();
+    fs_pdl_config pc(dim3((unsigned)a->rows), dim3(FS_MERGE_THREADS), 0, stream, overlap);
+    cudaError_t e = cudaLaunchKernelEx(&pc.cfg, fs_merge_kernel, tile_recs, tiles_per_row, descs,
+                                       row_recs, fin_op, pre_status, a->out_tokens,
+                                       a->out_values, a->out_row_status);
+    return e != cudaSuccess ? e : cudaGetLastError();
 }
 
 /* The finalize kernels, for what the merge did not finalize: verify, and

@@ -3,6 +3,7 @@
  * never reads them, so the op stays asynchronous and graph-capturable).
  * Mirrors build_descs() of the CPU backend. */
 #include "cuda_common.cuh"
+#include "pdl.cuh"
 
 #define FS_PREP_THREADS 256
 
@@ -17,6 +18,7 @@ __global__ void fs_prep_rows_kernel(int argmax, const float *__restrict__ temper
                                     const uint64_t *__restrict__ offset, int64_t rows,
                                     fs_row_desc *descs, int32_t *pre_status)
 {
+    fs_pdl_launch_dependents(); /* the scan may start streaming weights now */
     int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= rows)
         return;
@@ -68,6 +70,7 @@ __global__ void fs_prep_verify_desc_kernel(const int32_t *__restrict__ offsets,
                                            int32_t *pre_status,
                                            fs_row_desc *descs)
 {
+    fs_pdl_launch_dependents(); /* the scan may start streaming weights now */
     int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= num_requests)
         return;

@@ -46,6 +46,7 @@
 #include "philox.h"
 #include "record.h"
 #include "record_shfl.cuh"
+#include "pdl.cuh"
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define FSH_SM90A 1
@@ -578,6 +579,10 @@ __global__ void __launch_bounds__(THREADS, 1)
     }
 
     /* ---------------- consumers: 2 warpgroups ---------------------------- */
+    /* the producer streams W and H regardless; the row descriptors come from
+       the prep kernel, which may still be running (programmatic launch) */
+    fs_pdl_wait();
+    fs_pdl_launch_dependents(); /* let the merge launch while we compute */
     const int ct = threadIdx.x;          /* 0 .. 255 */
     const int wg = ct >> 7;              /* vocabulary half of the tile */
     const int wi = (ct >> 5) & 3;        /* warp in the warpgroup */
@@ -751,16 +756,18 @@ cudaError_t launch(const CUtensorMap &tw, const void *H, int is_bf16, int64_t D,
     if (e != cudaSuccess)
         return e;
     const int grid = a0.n_items < sm_count ? a0.n_items : sm_count;
+    /* programmatic launch: overlaps the prep kernel (see fs_pdl_wait above) */
+    fs_pdl_config pc(dim3((unsigned)grid), dim3(THREADS), Cfg<BN>::SMEM, stream, true);
     if (is_bf16) {
         if ((e = configure<BN, true>(device)) != cudaSuccess)
             return e;
-        fsh_scan_kernel<BN, true><<<grid, THREADS, Cfg<BN>::SMEM, stream>>>(tw, th, a0);
+        e = cudaLaunchKernelEx(&pc.cfg, fsh_scan_kernel<BN, true>, tw, th, a0);
     } else {
         if ((e = configure<BN, false>(device)) != cudaSuccess)
             return e;
-        fsh_scan_kernel<BN, false><<<grid, THREADS, Cfg<BN>::SMEM, stream>>>(tw, th, a0);
+        e = cudaLaunchKernelEx(&pc.cfg, fsh_scan_kernel<BN, false>, tw, th, a0);
     }
-    return cudaGetLastError();
+    return e != cudaSuccess ? e : cudaGetLastError();
 }
 
 /* Up to kMaxBn rows: one row block of the smallest width that holds them.

@@ -1,0 +1,47 @@
+/* Programmatic dependent launch (sm_90+): a kernel launched with
+ * cudaLaunchAttributeProgrammaticStreamSerialization may start while the
+ * kernel before it still runs, once that kernel has issued
+ * fs_pdl_launch_dependents (or finished); fs_pdl_wait then blocks until the
+ * previous kernel has completed and its writes are visible.  Both are no-ops
+ * before sm_90 and when the launch did not ask for it.  The point is to hide
+ * the launch and prologue of the next kernel of an op (TMA descriptor
+ * prefetch, barrier setup, the first weight loads) behind the previous one. */
+#ifndef FS_PDL_CUH
+#define FS_PDL_CUH
+
+#include <cuda_runtime.h>
+
+static __device__ __forceinline__ void fs_pdl_wait()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+static __device__ __forceinline__ void fs_pdl_launch_dependents()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+/* A launch configuration that allows the kernel to overlap its predecessor
+ * (when `overlap`, i.e. on sm_90+). */
+struct fs_pdl_config {
+    cudaLaunchConfig_t cfg;
+    cudaLaunchAttribute attr;
+    fs_pdl_config(dim3 grid, dim3 block, size_t smem, cudaStream_t stream, bool overlap)
+    {
+        cfg = cudaLaunchConfig_t{};
+        cfg.gridDim = grid;
+        cfg.blockDim = block;
+        cfg.dynamicSmemBytes = smem;
+        cfg.stream = stream;
+        attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr.val.programmaticStreamSerializationAllowed = 1;
+        cfg.attrs = &attr;
+        cfg.numAttrs = overlap ? 1 : 0;
+    }
+};
+
+#endif
