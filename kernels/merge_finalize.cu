@@ -11,6 +11,25 @@
 #define FS_MERGE_BATCH 4
 #define FS_FINALIZE_THREADS 128
 
+/* Finalize one sample or argmax row from its merged record.  Rows whose
+ * temperature was bad keep their pre-scan status (fs_finalize_sample reads it). */
+static __device__ __forceinline__ void finalize_row(int op, const fs_record &rec,
+                                                    const fs_row_desc &d, int32_t pre_status,
+                                                    int64_t row, int32_t *out_tokens,
+                                                    float *out_values, int32_t *out_row_status)
+{
+    int32_t tok, st = pre_status;
+    float v;
+    if (op == FS_OP_SAMPLE)
+        fs_finalize_sample(&rec, &d, &tok, &v, &st);
+    else
+        fs_finalize_argmax(&rec, &tok, &v, &st);
+    out_tokens[row] = tok;
+    if (out_values)
+        out_values[row] = v;
+    out_row_status[row] = st;
+}
+
 /* One block per row.  Thread t merges tiles t, t + 256, ... in that order
  * (loaded FS_MERGE_BATCH at a time so the loads overlap), then the block
  * merges the threads' records in a fixed tree: the result, sum_exp's rounding
@@ -49,25 +68,11 @@ __global__ void __launch_bounds__(FS_MERGE_THREADS)
     acc = fs_record_block_reduce(acc, scratch);
     if (threadIdx.x != 0)
         return;
-    if (fin_op == FS_OP_SAMPLE) {
-        int32_t tok, st = pre_status[row];
-        float lp;
-        fs_finalize_sample(&acc, &d, &tok, &lp, &st);
-        out_tokens[row] = tok;
-        if (out_values)
-            out_values[row] = lp;
-        out_row_status[row] = st;
-    } else if (fin_op == FS_OP_ARGMAX) {
-        int32_t tok, st;
-        float v;
-        fs_finalize_argmax(&acc, &tok, &v, &st);
-        out_tokens[row] = tok;
-        if (out_values)
-            out_values[row] = v;
-        out_row_status[row] = st;
-    } else {
+    if (fin_op >= 0)
+        finalize_row(fin_op, acc, d, pre_status[row], row, out_tokens, out_values,
+                     out_row_status);
+    else
         row_recs[row] = acc;
-    }
 }
 
 cudaError_t fs_launch_merge(const fs_op_args *a, const fs_record *tile_recs,
@@ -86,42 +91,17 @@ cudaError_t fs_launch_merge(const fs_op_args *a, const fs_record *tile_recs,
 /* The finalize kernels, for what the merge did not finalize: verify, and
  * every op under tensor parallelism (after the exchange). */
 
-/* sample: rows whose temperature was bad keep their pre-scan status. */
-__global__ void fs_finalize_sample_kernel(const fs_record *__restrict__ row_recs,
-                                          const fs_row_desc *__restrict__ descs,
-                                          const int32_t *__restrict__ pre_status, int64_t rows,
-                                          int32_t *out_tokens, float *out_logprobs,
-                                          int32_t *out_row_status)
+/* sample, argmax: one thread per row. */
+__global__ void fs_finalize_rows_kernel(int op, const fs_record *__restrict__ row_recs,
+                                        const fs_row_desc *__restrict__ descs,
+                                        const int32_t *__restrict__ pre_status, int64_t rows,
+                                        int32_t *out_tokens, float *out_values,
+                                        int32_t *out_row_status)
 {
     int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (r >= rows)
-        return;
-    fs_record rec = row_recs[r];
-    fs_row_desc d = descs[r];
-    int32_t tok, st = pre_status[r];
-    float lp;
-    fs_finalize_sample(&rec, &d, &tok, &lp, &st);
-    out_tokens[r] = tok;
-    if (out_logprobs)
-        out_logprobs[r] = lp;
-    out_row_status[r] = st;
-}
-
-__global__ void fs_finalize_argmax_kernel(const fs_record *__restrict__ row_recs, int64_t rows,
-                                          int32_t *out_tokens, float *out_logits,
-                                          int32_t *out_row_status)
-{
-    int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (r >= rows)
-        return;
-    fs_record rec = row_recs[r];
-    int32_t tok, st;
-    float v;
-    fs_finalize_argmax(&rec, &tok, &v, &st);
-    out_tokens[r] = tok;
-    if (out_logits)
-        out_logits[r] = v;
-    out_row_status[r] = st;
+    if (r < rows)
+        finalize_row(op, row_recs[r], descs[r], pre_status[r], r, out_tokens, out_values,
+                     out_row_status);
 }
 
 /* verify: one thread per request walks its n_r + 1 merged records. */
@@ -158,13 +138,10 @@ cudaError_t fs_launch_finalize(const fs_op_args *a, const fs_record *row_recs,
                                const fs_row_desc *descs, const int32_t *pre_status,
                                cudaStream_t stream)
 {
-    if (a->op == FS_OP_SAMPLE) {
-        fs_finalize_sample_kernel<<<fin_blocks(a->rows), FS_FINALIZE_THREADS, 0, stream>>>(
-            row_recs, descs, pre_status, a->rows, a->out_tokens, a->out_values,
+    if (a->op != FS_OP_VERIFY) {
+        fs_finalize_rows_kernel<<<fin_blocks(a->rows), FS_FINALIZE_THREADS, 0, stream>>>(
+            (int)a->op, row_recs, descs, pre_status, a->rows, a->out_tokens, a->out_values,
             a->out_row_status);
-    } else if (a->op == FS_OP_ARGMAX) {
-        fs_finalize_argmax_kernel<<<fin_blocks(a->rows), FS_FINALIZE_THREADS, 0, stream>>>(
-            row_recs, a->rows, a->out_tokens, a->out_values, a->out_row_status);
     } else {
         const fs_drafts *d = a->drafts;
         fs_finalize_verify_kernel<<<fin_blocks(d->num_requests), FS_FINALIZE_THREADS, 0,
