@@ -56,12 +56,16 @@ struct fs_context {
     char last_error[512];
 };
 
-/* Record a formatted message as ctx's last error and return status. */
+/* Record a formatted message as ctx's last error and return status.  The
+ * const queries (workspace sizes) record messages too: every context is a
+ * heap object from fs_context_create, never a const object, so writing its
+ * message buffer through a cast pointer is defined; use fs_fail_const. */
 fs_status fs_fail(fs_context *ctx, fs_status status, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+#define fs_fail_const(ctx, ...) fs_fail((fs_context *)(ctx), __VA_ARGS__)
 
 /* Workspace bytes a backend needs for `rows` scanned rows, `requests`
  * requests (= rows except for verify) and a local vocabulary of vocab_size. */

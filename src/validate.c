@@ -116,7 +116,7 @@ fs_status fs_check_workspace_query(const fs_context *ctx, int64_t rows, int64_t 
     if (!ctx || !out_bytes)
         return FS_ERR_NULL_POINTER;
     if (rows <= 0 || rows > INT32_MAX || vocab_size <= 0 || vocab_size > INT32_MAX)
-        return fs_fail((fs_context *)ctx, FS_ERR_INVALID_SIZE,
+        return fs_fail_const(ctx, FS_ERR_INVALID_SIZE,
                        "workspace size query: rows %lld and vocab_size %lld must be in "
                        "[1, INT32_MAX]",
                        (long long)rows, (long long)vocab_size);

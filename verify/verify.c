@@ -10,7 +10,7 @@ fs_status fs_verify_workspace_size(const fs_context *ctx, int64_t num_requests,
     if (st != FS_OK)
         return st;
     if (num_requests <= 0 || num_draft_tokens < 0)
-        return fs_fail((fs_context *)ctx, FS_ERR_INVALID_SIZE,
+        return fs_fail_const(ctx, FS_ERR_INVALID_SIZE,
                        "fs_verify_workspace_size: num_requests %lld must be > 0 and "
                        "num_draft_tokens %lld >= 0",
                        (long long)num_requests, (long long)num_draft_tokens);
