@@ -116,14 +116,6 @@ extern "C" size_t fs_cuda_workspace_bytes(const fs_context *ctx, fs_op op, int64
 extern "C" fs_status fs_cuda_run(fs_context *ctx, const fs_op_args *a)
 {
     const int64_t requests = a->op == FS_OP_VERIFY ? a->drafts->num_requests : a->rows;
-    const size_t need = carve(ctx, a->rows, requests, a->vocab_size, nullptr, nullptr);
-    if (!a->workspace)
-        return fs_fail(ctx, FS_ERR_NULL_POINTER, "%s: workspace is NULL (%zu bytes needed)",
-                       op_name(a->op), need);
-    if (a->workspace_bytes < need)
-        return fs_fail(ctx, FS_ERR_WORKSPACE_TOO_SMALL, "%s: workspace has %zu bytes, %zu needed",
-                       op_name(a->op), a->workspace_bytes, need);
-
     cuda_workspace w;
     carve(ctx, a->rows, requests, a->vocab_size, a->workspace, &w);
     int prev_device;

@@ -68,7 +68,9 @@ fs_status fs_fail(fs_context *ctx, fs_status status, const char *fmt, ...)
 #define fs_fail_const(ctx, ...) fs_fail((fs_context *)(ctx), __VA_ARGS__)
 
 /* Workspace bytes a backend needs for `rows` scanned rows, `requests`
- * requests (= rows except for verify) and a local vocabulary of vocab_size. */
+ * requests (= rows except for verify) and a local vocabulary of vocab_size.
+ * fs_*_run receive a fully validated fs_op_args: fs_run_op has checked the
+ * outputs and that the workspace holds at least this many bytes. */
 size_t fs_cpu_workspace_bytes(fs_op op, int64_t rows, int64_t requests, int64_t vocab_size);
 fs_status fs_cpu_run(fs_context *ctx, const fs_op_args *a);
 
