@@ -90,6 +90,13 @@ extern "C" fs_status fs_cuda_context_init(fs_context *ctx, int device_ordinal)
     /* FLASHSPEC_DISABLE_HOPPER forces the generic path (tests cover both) */
     const char *off = getenv("FLASHSPEC_DISABLE_HOPPER");
     ctx->hopper = major == 9 && minor == 0 && !(off && *off && *off != '0');
+    /* FLASHSPEC_HOPPER_ROWS_MIN moves the switch to the rows-as-M Hopper kernel
+       (tests force it to 1 to run every shape through that kernel; the
+       benchmark compares the two kernels with it) */
+    const char *rmin = getenv("FLASHSPEC_HOPPER_ROWS_MIN");
+    ctx->hopper_rows_min = rmin && *rmin ? strtoll(rmin, NULL, 10) : 0;
+    if (ctx->hopper_rows_min < 0)
+        ctx->hopper_rows_min = 0;
     int prev;
     fs_status st = fs_cuda_enter(ctx, &prev);
     if (st != FS_OK)

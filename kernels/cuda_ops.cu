@@ -81,7 +81,7 @@ const char *op_name(fs_op op)
 /* The Hopper scan (TMA + wgmma) where the device, dtype, D and alignment
  * allow; the generic tensor-core scan otherwise, or when the library was built
  * without sm_90a code (the context then stops trying). */
-cudaError_t launch_fused_scan(fs_context *ctx, const fs_op_args *a, const fs_scan_args *s,
+cudaError_t launch_fused_scan(fs_context *ctx, const fs_op_args *a, fs_scan_args *s,
                               cudaStream_t stream)
 {
     const fs_lm_head *h = a->head;
@@ -90,14 +90,20 @@ cudaError_t launch_fused_scan(fs_context *ctx, const fs_op_args *a, const fs_sca
     if (ctx->hopper && fs_hopper_supported(h->hidden_dim, 1) &&
         fs_hopper_aligned(h->weight, a->hidden)) {
         fs_hopper_opts o = {};
-        o.rec_tile_stride = 1;
-        o.rec_row_stride = s->tiles_per_row;
+        o.records_row_major = 1;
+        o.rows_min = ctx->hopper_rows_min;
+        const int64_t n_recs =
+            fs_hopper_records_per_row(a->vocab_size, a->rows, ctx->sm_count, &o);
         cudaError_t e = (cudaError_t)fs_hopper_scan_launch_ex(
             h->weight, a->hidden, h->dtype == FS_DTYPE_BF16, a->vocab_size, h->hidden_dim,
             a->rows, a->vocab_offset, a->global_vocab, s->descs, s->bias, s->allowed,
-            s->tile_recs, s->tiles_per_row, ctx->sm_count, &o, stream);
-        if (e != cudaErrorNoKernelImageForDevice && e != cudaErrorInvalidDeviceFunction)
+            s->tile_recs, n_recs, ctx->sm_count, &o, stream);
+        if (e != cudaErrorNoKernelImageForDevice && e != cudaErrorInvalidDeviceFunction) {
+            /* the merge reads the records this kernel wrote (at most
+               ceil(V / 128) per row, which the workspace holds) */
+            s->tiles_per_row = n_recs;
             return e;
+        }
         (void)cudaGetLastError();
         ctx->hopper = 0;
     }

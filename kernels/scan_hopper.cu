@@ -22,47 +22,48 @@
  *              tensor-core and TMA work.  Each epilogue thread owns one row
  *              and groups of 4 consecutive ids (one Philox call serves 4
  *              tokens); TPR threads share a row and merge with shuffles.
- *   noise      Gumbel noise is computed only where it could matter: a token
- *              whose score s satisfies s + 17 < best_key (17 > the largest
- *              value fs_gumbel can return) cannot become the best key, so
- *              passing g = -inf for it gives the bit-identical record.
+ *   noise      Gumbel noise is computed only where it could matter
+ *              (gumbel_prune.cuh): not for a token with s + 17 < bar, and
+ *              without its logarithms when its uniform is below the floor for
+ *              bar, where bar = the larger of the tile record's best key and
+ *              the best key of the row's earlier tiles in this CTA.  Either
+ *              way the token cannot win the row, so the merged row record is
+ *              the one full noise would give (a tile record may lack a best
+ *              that could never win).
  *
  *   choice     rows <= 160: one row block of 16/32/64/128/160 rows; more rows:
- *              128-row blocks (pick_bn).  Measurements, and the cluster /
- *              TMA-multicast variant that was tried and measured slower
- *              (commit ee48dff), are in bench/hopper_dev/NOTES.md.
+ *              128-row blocks (pick_bn).  From FS_HOPPER_ROWS_MIN_DEFAULT rows
+ *              the launcher takes the rows-as-M kernel (scan_hopper_rows.cu).
+ *              Measurements, and the cluster / TMA-multicast variant that was
+ *              tried and measured slower (commit ee48dff), are in
+ *              bench/hopper_dev/NOTES.md and bench/NOTES.md.
  *
  * Records: per (row, 128-token tile), pushes in token order by fs_record_push
  * within a thread, fs_record_merge across the TPR threads of a row (the same
  * functions as every other backend).  Pushing and merging only: which token
  * wins is order-independent, sum_exp carries the usual merge rounding. */
 #include "scan_hopper.cuh"
+#include "scan_hopper_rows.cuh"
 
-#include <cuda.h>
-#include <cudaTypedefs.h>
 #include <math.h>
 #include <stdint.h>
 
 #include "philox.h"
 #include "record.h"
+#include "gumbel_prune.cuh"
 #include "record_shfl.cuh"
+#include "hopper_ptx.cuh"
 #include "pdl.cuh"
-
-#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define FSH_SM90A 1
-#else
-#define FSH_SM90A 0
-#endif
 
 namespace fsh {
 
+using namespace fshp;
+
 constexpr int BM = FS_HOPPER_TILE_V; /* vocabulary per tile (= per record) */
-constexpr int BK = 64;               /* 64 x 16-bit = one 128-byte swizzled row */
 constexpr int NCW = 8;               /* consumer warps (2 warpgroups) */
 constexpr int NCT = NCW * 32;        /* consumer threads */
 constexpr int THREADS = NCT + 32;    /* + the producer warp */
 constexpr int LDS = BM;              /* epilogue buffer pitch (floats), XOR-swizzled */
-constexpr int SMEM_MAX = 232448;     /* sm_90 opt-in dynamic shared memory per block */
 constexpr int MAX_STAGES = 12;
 
 template <int BN> struct Cfg {
@@ -100,106 +101,11 @@ struct Args {
 
 #if FSH_SM90A
 
-__device__ __forceinline__ uint32_t smem_u32(const void *p)
-{
-    return (uint32_t)__cvta_generic_to_shared(p);
-}
-
-__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-
-__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes)
-{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar),
-                 "r"(bytes)
-                 : "memory");
-}
-
-__device__ __forceinline__ void mbar_arrive(uint32_t bar)
-{
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
-{
-    uint32_t done;
-    do {
-        asm volatile("{\n.reg .pred p;\n"
-                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                     "selp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done)
-                     : "r"(bar), "r"(parity)
-                     : "memory");
-    } while (!done);
-}
-
-__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap *map, int c0, int c1,
-                                            uint32_t bar, uint64_t policy)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-                 ".L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
-                 "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar), "l"(policy)
-                 : "memory");
-}
-
-__device__ __forceinline__ uint64_t policy_evict_first()
-{
-    uint64_t p;
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
-    return p;
-}
-
-__device__ __forceinline__ uint64_t policy_evict_last()
-{
-    uint64_t p;
-    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(p));
-    return p;
-}
-
-__device__ __forceinline__ uint64_t policy_evict_normal()
-{
-    uint64_t p;
-    asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;\n" : "=l"(p));
-    return p;
-}
-
-__device__ __forceinline__ void wg_fence()
-{
-    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-}
-
-__device__ __forceinline__ void wg_commit()
-{
-    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-
-template <int N> __device__ __forceinline__ void wg_wait()
-{
-    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
-
-template <int R> __device__ __forceinline__ void fence_acc(float (&d)[R])
-{
-#pragma unroll
-    for (int i = 0; i < R; ++i)
-        asm volatile("" : "+f"(d[i])::"memory");
-}
-
 __device__ __forceinline__ void consumer_bar()
 {
     asm volatile("bar.sync 1, %0;\n" ::"n"(NCT) : "memory");
 }
 
-/* K-major operand, 128-byte swizzle: rows of 128 bytes, 8-row atoms 1024
- * bytes apart (SBO), start address advanced by 32 bytes per k16 step. */
-__device__ __forceinline__ uint64_t make_desc(uint32_t saddr)
-{
-    return (uint64_t)((saddr & 0x3FFFFu) >> 4) | ((uint64_t)(1024 >> 4) << 32) | (1ull << 62);
-}
-
-constexpr float GUMBEL_BOUND = 17.0f; /* > max fs_gumbel = -log(-log(1 - 2^-24)) = 16.64 */
 
 /* The epilogue buffer holds the tile's logits as [BN rows][128 tokens] fp32,
  * the 16-byte group index XOR (row & 7): the accumulator stores (8 rows x 4
@@ -418,6 +324,10 @@ struct Epi {
     int64_t tile;
     int scan;      /* row in range and FS_ROWF_VALID */
     int write;     /* row in range and this thread writes the record */
+    float floor;   /* best key of the row's earlier tiles in this CTA (a real
+                      candidate of the merged row, so a lower bound on its
+                      best: noise below it is pruned, which may leave a tile
+                      record without the best that could never win the row) */
 };
 
 /* Group (of 4 consecutive tokens) that slot q of a row takes at step j. */
@@ -458,6 +368,9 @@ __device__ __forceinline__ void epi_group(Epi &e, const float *epi, int rr, int 
     }
     float g[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     if (!(e.d.flags & FS_ROWF_GREEDY)) {
+        /* a key below the best this thread has seen for the row, in this
+           tile or an earlier one, cannot win the row */
+        const float bar = fmaxf(e.rec.best_key, e.floor);
         bool need[4];
         bool any = false;
 #pragma unroll
@@ -465,7 +378,7 @@ __device__ __forceinline__ void epi_group(Epi &e, const float *epi, int rr, int 
             /* g only matters for a finite, allowed, non-excluded token that can
              * still reach best_key (fs_record_push ignores it otherwise) */
             need[i] = ok[i] && (g0 + i) != (int64_t)e.d.excluded && s[i] > -INFINITY &&
-                      s[i] < INFINITY && !(s[i] + GUMBEL_BOUND < e.rec.best_key);
+                      s[i] < INFINITY && !fs_noise_hopeless(s[i], bar);
             any = any || need[i];
             g[i] = -INFINITY;
         }
@@ -476,7 +389,7 @@ __device__ __forceinline__ void epi_group(Epi &e, const float *epi, int rr, int 
 #pragma unroll
                 for (int i = 0; i < 4; ++i)
                     if (need[i])
-                        g[i] = fs_gumbel(w.v[i]);
+                        g[i] = fs_gumbel_pruned(w.v[i], s[i], bar);
             } else {
 #pragma unroll
                 for (int i = 0; i < 4; ++i)
@@ -485,7 +398,7 @@ __device__ __forceinline__ void epi_group(Epi &e, const float *epi, int rr, int 
                         const fs_u32x4 w = fs_philox_tokens(e.d.seed, e.d.offset, e.d.position,
                                                             FS_PURPOSE_GUMBEL,
                                                             (uint32_t)(gid >> 2));
-                        g[i] = fs_gumbel(pick_word(w, (int)(gid & 3)));
+                        g[i] = fs_gumbel_pruned(pick_word(w, (int)(gid & 3)), s[i], bar);
                     }
             }
         }
@@ -599,6 +512,7 @@ __global__ void __launch_bounds__(THREADS, 1)
 
     Epi e;
     fs_record_init(&e.rec);
+    e.floor = -INFINITY;
     e.scan = 0;
     e.write = 0;
     e.row = 0;
@@ -667,6 +581,8 @@ __global__ void __launch_bounds__(THREADS, 1)
         }
         consumer_bar(); /* the buffer holds this tile */
 
+        /* epi_finish left the merged tile record in every thread of the row */
+        e.floor = pending && nrow == e.row ? fmaxf(e.floor, e.rec.best_key) : -INFINITY;
         pending = true;
         fs_record_init(&e.rec);
         e.d = nd;
@@ -700,38 +616,6 @@ __global__ void __launch_bounds__(THREADS, 1)
 static const int kBnList[] = {16, 32, 64, 128, 160};
 constexpr int kNumBn = (int)(sizeof(kBnList) / sizeof(kBnList[0]));
 constexpr int kMaxBn = 160;
-
-PFN_cuTensorMapEncodeTiled_v12000 encode_fn()
-{
-    static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-        void *p = nullptr;
-        cudaDriverEntryPointQueryResult q;
-        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault,
-                                             &q) != cudaSuccess ||
-            q != cudaDriverEntryPointSuccess)
-            p = nullptr;
-        return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
-    }();
-    return fn;
-}
-
-/* 2-D map over a [outer, D] row-major 16-bit matrix, box BK x box_rows. */
-cudaError_t make_map(CUtensorMap *map, const void *base, int is_bf16, int64_t D, int64_t outer,
-                     int box_rows)
-{
-    PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
-    if (!fn)
-        return cudaErrorNotSupported;
-    const cuuint64_t dims[2] = {(cuuint64_t)D, (cuuint64_t)outer};
-    const cuuint64_t strides[1] = {(cuuint64_t)D * 2u};
-    const cuuint32_t box[2] = {(cuuint32_t)BK, (cuuint32_t)box_rows};
-    const cuuint32_t estr[2] = {1u, 1u};
-    CUresult r = fn(map, is_bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-                    2, const_cast<void *>(base), dims, strides, box, estr,
-                    CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
-}
 
 template <int BN, bool BF16> cudaError_t configure(int device)
 {
@@ -818,19 +702,50 @@ extern "C" int fs_hopper_pick_bn(int64_t rows, int64_t *row_blocks)
     return fsh::pick_bn(rows, row_blocks);
 }
 
+extern "C" int fs_hopper_kernel_for(int64_t rows, const fs_hopper_opts *opts)
+{
+    if (opts && opts->kernel == FS_HOPPER_TILE)
+        return FS_HOPPER_TILE;
+    if (opts && opts->kernel == FS_HOPPER_ROWS)
+        return FS_HOPPER_ROWS;
+    const int64_t min = opts && opts->rows_min > 0 ? opts->rows_min : FS_HOPPER_ROWS_MIN_DEFAULT;
+    return rows >= min ? FS_HOPPER_ROWS : FS_HOPPER_TILE;
+}
+
+static cudaError_t query_sms(int *sm_count)
+{
+    if (*sm_count > 0)
+        return cudaSuccess;
+    int device = 0;
+    cudaError_t e = cudaGetDevice(&device);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(sm_count, cudaDevAttrMultiProcessorCount, device);
+    return e;
+}
+
+extern "C" int64_t fs_hopper_records_per_row(int64_t V_local, int64_t rows, int sm_count,
+                                             const fs_hopper_opts *opts)
+{
+    if (fs_hopper_kernel_for(rows, opts) == FS_HOPPER_TILE)
+        return fs_hopper_num_tiles(V_local, rows);
+    if (query_sms(&sm_count) != cudaSuccess)
+        return 0;
+    return fs_hopper_rows_slots(V_local, rows, sm_count);
+}
+
 extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf16, int64_t V_local,
                                         int64_t D, int64_t rows, int64_t vocab_offset,
                                         int64_t global_vocab, const fs_row_desc *descs,
                                         const float *logit_bias, const uint32_t *allowed,
-                                        fs_record *tile_recs, int64_t n_tiles_out, int sm_count,
+                                        fs_record *recs, int64_t n_recs, int sm_count,
                                         const fs_hopper_opts *opts, cudaStream_t stream)
 {
     using namespace fsh;
     if (rows <= 0 || V_local <= 0)
         return (int)cudaSuccess;
-    if (!W || !H || !descs || !tile_recs || !fs_hopper_supported(D, 1) || !fs_hopper_aligned(W, H) ||
-        n_tiles_out != fs_hopper_num_tiles(V_local, rows) || vocab_offset < 0 ||
-        vocab_offset + V_local > global_vocab || global_vocab > INT32_MAX)
+    if (!W || !H || !descs || !recs || !fs_hopper_supported(D, 1) || !fs_hopper_aligned(W, H) ||
+        vocab_offset < 0 || vocab_offset + V_local > global_vocab || global_vocab > INT32_MAX ||
+        rows > INT32_MAX || V_local > INT32_MAX)
         return (int)cudaErrorInvalidValue;
     int device = 0;
     cudaError_t e = cudaGetDevice(&device);
@@ -842,10 +757,18 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
         return (int)e;
     if (major != 9 || minor != 0)
         return (int)cudaErrorInvalidDeviceFunction;
-    if (sm_count <= 0) {
-        if ((e = cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device)) != cudaSuccess)
-            return (int)e;
-    }
+    if ((e = query_sms(&sm_count)) != cudaSuccess)
+        return (int)e;
+    if (n_recs != fs_hopper_records_per_row(V_local, rows, sm_count, opts))
+        return (int)cudaErrorInvalidValue;
+    const bool row_major = opts && opts->records_row_major;
+    const int64_t rec_k_stride = row_major ? 1 : rows;
+    const int64_t rec_row_stride = row_major ? n_recs : 1;
+
+    if (fs_hopper_kernel_for(rows, opts) == FS_HOPPER_ROWS)
+        return fs_hopper_rows_launch(W, H, is_bf16, V_local, D, rows, vocab_offset, global_vocab,
+                                     descs, logit_bias, allowed, recs, rec_k_stride,
+                                     rec_row_stride, n_recs, device, stream);
 
     int64_t nrb = 0;
     int bn = pick_bn(rows, &nrb);
@@ -858,18 +781,17 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
             return (int)cudaErrorInvalidValue;
         nrb = (rows + bn - 1) / bn;
     }
-    const int64_t n_vt = n_tiles_out;
-    const int64_t items = n_vt * nrb;
-    if (items > INT32_MAX || rows > INT32_MAX || V_local > INT32_MAX)
+    const int64_t items = n_recs * nrb;
+    if (items > INT32_MAX)
         return (int)cudaErrorInvalidValue;
 
     Args a;
     a.descs = descs;
     a.bias = logit_bias;
     a.allowed = allowed;
-    a.recs = tile_recs;
-    a.rec_tile_stride = opts ? opts->rec_tile_stride : rows;
-    a.rec_row_stride = opts ? opts->rec_row_stride : 1;
+    a.recs = recs;
+    a.rec_tile_stride = rec_k_stride;
+    a.rec_row_stride = rec_row_stride;
     a.rows = rows;
     a.V = V_local;
     a.vocab_offset = vocab_offset;
@@ -894,20 +816,4 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
     default: e = launch<160>(tw, H, is_bf16, D, rows, a, sm_count, device, stream); break;
     }
     return (int)e;
-}
-
-extern "C" int fs_hopper_scan_launch(const void *W, const void *H, int is_bf16, int64_t V_local,
-                                     int64_t D, int64_t rows, int64_t vocab_offset,
-                                     int64_t global_vocab, const fs_row_desc *descs,
-                                     const float *logit_bias, const uint32_t *allowed,
-                                     fs_record *tile_recs, int64_t n_tiles_out, int sm_count,
-                                     cudaStream_t stream)
-{
-    fs_hopper_opts o;
-    o.rec_tile_stride = rows;
-    o.rec_row_stride = 1;
-    o.force_bn = 0;
-    return fs_hopper_scan_launch_ex(W, H, is_bf16, V_local, D, rows, vocab_offset, global_vocab,
-                                    descs, logit_bias, allowed, tile_recs, n_tiles_out, sm_count,
-                                    &o, stream);
 }

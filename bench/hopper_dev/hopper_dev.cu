@@ -423,8 +423,7 @@ static bool run_case(const Case &k, std::vector<std::string> &summary)
     CK(cudaMemsetAsync(B.recs, 0xFF, nrec * sizeof(fs_record), g_stream)); /* poison */
     fs_hopper_opts o;
     memset(&o, 0, sizeof o);
-    o.rec_tile_stride = rows;
-    o.rec_row_stride = 1;
+    o.kernel = FS_HOPPER_TILE; /* this driver checks per-(row, tile) records */
     o.force_bn = k.force_bn;
     int rc = fs_hopper_scan_launch_ex(B.W, B.H, k.bf16, V, D, rows, voff, GV, B.descs,
                                       k.bias ? B.bias : nullptr, k.mask ? B.allowed : nullptr,
@@ -541,8 +540,7 @@ static float time_mine(int64_t V, int64_t D, int64_t rows, int force_bn)
     const int64_t nt = fs_hopper_num_tiles(V, rows);
     fs_hopper_opts o;
     memset(&o, 0, sizeof o);
-    o.rec_tile_stride = rows;
-    o.rec_row_stride = 1;
+    o.kernel = FS_HOPPER_TILE;
     o.force_bn = force_bn;
     int failed = 0;
     float t = median_ms([&] {
@@ -597,9 +595,12 @@ int main(int argc, char **argv)
         CK(cudaMemcpyAsync(B.descs, hd.data(), rows * sizeof(fs_row_desc), cudaMemcpyHostToDevice,
                            g_stream));
         const int64_t nt = fs_hopper_num_tiles(V, rows);
+        fs_hopper_opts o;
+        memset(&o, 0, sizeof o);
+        o.kernel = FS_HOPPER_TILE;
         for (int i = 0; i < 2; ++i) {
-            int rc = fs_hopper_scan_launch(B.W, B.H, 1, V, D, rows, 0, V, B.descs, nullptr, nullptr,
-                                           B.recs, nt, g_sms, g_stream);
+            int rc = fs_hopper_scan_launch_ex(B.W, B.H, 1, V, D, rows, 0, V, B.descs, nullptr,
+                                              nullptr, B.recs, nt, g_sms, &o, g_stream);
             if (rc)
                 printf("launch failed %d\n", rc);
         }
