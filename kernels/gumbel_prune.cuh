@@ -40,6 +40,16 @@ static __device__ __forceinline__ float fs_noise_u_floor(float s, float bar)
     return 0.999f * __expf(-__expf(-d));
 }
 
+/* Word j (0..3, a runtime value) of a Philox output, without local memory. */
+static __device__ __forceinline__ uint32_t fs_philox_word(const fs_u32x4 &w, int j)
+{
+    uint32_t x = w.v[3];
+    x = j == 2 ? w.v[2] : x;
+    x = j == 1 ? w.v[1] : x;
+    x = j == 0 ? w.v[0] : x;
+    return x;
+}
+
 /* g for the Philox word x, or -inf when s + g cannot reach bar. */
 static __device__ __forceinline__ float fs_gumbel_pruned(uint32_t x, float s, float bar)
 {

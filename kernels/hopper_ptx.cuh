@@ -167,6 +167,20 @@ static inline cudaError_t make_map(CUtensorMap *map, const void *base, int is_bf
     return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
+/* Opt a kernel into `bytes` of dynamic shared memory, once per device (the
+ * bit of `device` in *done; devices past 63 are set on every call). */
+static inline cudaError_t set_smem_once(const void *kernel, int bytes, unsigned long long *done,
+                                        int device)
+{
+    const unsigned long long bit = device < 64 ? 1ull << device : 0ull;
+    if (bit && (__atomic_load_n(done, __ATOMIC_ACQUIRE) & bit))
+        return cudaSuccess;
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    if (e == cudaSuccess && bit)
+        __atomic_fetch_or(done, bit, __ATOMIC_ACQ_REL);
+    return e;
+}
+
 } // namespace fshp
 
 #endif

@@ -306,15 +306,6 @@ __device__ __forceinline__ void mma_kblock(float (&acc)[BN / 2], uint32_t aw, ui
                              (first && kk == 0) ? 0 : 1);
 }
 
-__device__ __forceinline__ uint32_t pick_word(const fs_u32x4 &w, int j)
-{
-    uint32_t x = w.v[3];
-    x = j == 2 ? w.v[2] : x;
-    x = j == 1 ? w.v[1] : x;
-    x = j == 0 ? w.v[0] : x;
-    return x;
-}
-
 /* Epilogue state of one thread for one (row, tile). */
 struct Epi {
     fs_record rec;
@@ -398,7 +389,7 @@ __device__ __forceinline__ void epi_group(Epi &e, const float *epi, int rr, int 
                         const fs_u32x4 w = fs_philox_tokens(e.d.seed, e.d.offset, e.d.position,
                                                             FS_PURPOSE_GUMBEL,
                                                             (uint32_t)(gid >> 2));
-                        g[i] = fs_gumbel_pruned(pick_word(w, (int)(gid & 3)), s[i], bar);
+                        g[i] = fs_gumbel_pruned(fs_philox_word(w, (int)(gid & 3)), s[i], bar);
                     }
             }
         }
@@ -619,16 +610,9 @@ constexpr int kMaxBn = 160;
 
 template <int BN, bool BF16> cudaError_t configure(int device)
 {
-    /* once per device and instantiation (64 devices tracked; beyond, every call) */
     static unsigned long long done = 0;
-    const unsigned long long bit = device < 64 ? 1ull << device : 0ull;
-    if (bit && (__atomic_load_n(&done, __ATOMIC_ACQUIRE) & bit))
-        return cudaSuccess;
-    cudaError_t e = cudaFuncSetAttribute(fsh_scan_kernel<BN, BF16>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg<BN>::SMEM);
-    if (e == cudaSuccess && bit)
-        __atomic_fetch_or(&done, bit, __ATOMIC_ACQ_REL);
-    return e;
+    return set_smem_once(reinterpret_cast<const void *>(fsh_scan_kernel<BN, BF16>), Cfg<BN>::SMEM,
+                         &done, device);
 }
 
 template <int BN>

@@ -133,15 +133,6 @@ __device__ __forceinline__ void mma_kblock(float (&acc)[128], uint32_t ah, uint3
                           (first && kk == 0) ? 0 : 1);
 }
 
-__device__ __forceinline__ uint32_t pick_word(const fs_u32x4 &w, int j)
-{
-    uint32_t x = w.v[3];
-    x = j == 2 ? w.v[2] : x;
-    x = j == 1 ? w.v[1] : x;
-    x = j == 0 ? w.v[0] : x;
-    return x;
-}
-
 /* One row's carried state in one thread. */
 struct RowState {
     fs_record rec;
@@ -200,16 +191,16 @@ __device__ __forceinline__ void gumbel_pairs(RowState &r0, RowState &r1, float a
         const int lo = id0 & 3;
         fs_u32x4 wa = fs_philox_tokens(r0.d.seed, r0.d.offset, r0.d.position, FS_PURPOSE_GUMBEL, grp);
         fs_u32x4 wb = fs_philox_tokens(r1.d.seed, r1.d.offset, r1.d.position, FS_PURPOSE_GUMBEL, grp);
-        ua0 = pick_word(wa, lo);
-        ub0 = pick_word(wb, lo);
+        ua0 = fs_philox_word(wa, lo);
+        ub0 = fs_philox_word(wb, lo);
         if (lo == 3) { /* the pair straddles two groups */
             wa = fs_philox_tokens(r0.d.seed, r0.d.offset, r0.d.position, FS_PURPOSE_GUMBEL, grp + 1);
             wb = fs_philox_tokens(r1.d.seed, r1.d.offset, r1.d.position, FS_PURPOSE_GUMBEL, grp + 1);
             ua1 = wa.v[0];
             ub1 = wb.v[0];
         } else {
-            ua1 = pick_word(wa, lo + 1);
-            ub1 = pick_word(wb, lo + 1);
+            ua1 = fs_philox_word(wa, lo + 1);
+            ub1 = fs_philox_word(wb, lo + 1);
         }
     }
     /* the exact logarithms only where the uniform clears the floor: after the
@@ -490,16 +481,9 @@ __global__ void __launch_bounds__(THREADS, 1)
 
 template <bool BF16> cudaError_t configure(int device)
 {
-    /* once per device and instantiation (64 devices tracked; beyond, every call) */
     static unsigned long long done = 0;
-    const unsigned long long bit = device < 64 ? 1ull << device : 0ull;
-    if (bit && (__atomic_load_n(&done, __ATOMIC_ACQUIRE) & bit))
-        return cudaSuccess;
-    cudaError_t e = cudaFuncSetAttribute(fshr_scan_kernel<BF16>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM);
-    if (e == cudaSuccess && bit)
-        __atomic_fetch_or(&done, bit, __ATOMIC_ACQ_REL);
-    return e;
+    return set_smem_once(reinterpret_cast<const void *>(fshr_scan_kernel<BF16>), SMEM, &done,
+                         device);
 }
 
 int64_t row_blocks(int64_t rows)
