@@ -46,15 +46,9 @@ typedef struct fs_scan_args {
 
 #ifdef __CUDACC__
 
-/* Word j of w without indexing a register array at run time. */
-static __device__ __forceinline__ uint32_t fs_pick_word(const fs_u32x4 &w, int j)
-{
-    uint32_t x = w.v[3];
-    x = j == 2 ? w.v[2] : x;
-    x = j == 1 ? w.v[1] : x;
-    x = j == 0 ? w.v[0] : x;
-    return x;
-}
+#include "gumbel_prune.cuh"
+
+/* fs_pick_word: gumbel_prune.cuh */
 
 /* Push tokens t0 .. t0+cnt-1 (global ids, 1 <= cnt <= 4, all in Philox group
  * t0 >> 2) of `row` with logits l[0..cnt) into rec.  Same transform as the

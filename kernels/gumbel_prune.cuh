@@ -40,8 +40,8 @@ static __device__ __forceinline__ float fs_noise_u_floor(float s, float bar)
     return 0.999f * __expf(-__expf(-d));
 }
 
-/* Word j (0..3, a runtime value) of a Philox output, without local memory. */
-static __device__ __forceinline__ uint32_t fs_philox_word(const fs_u32x4 &w, int j)
+/* Word j of w without indexing a register array at run time. */
+static __device__ __forceinline__ uint32_t fs_pick_word(const fs_u32x4 &w, int j)
 {
     uint32_t x = w.v[3];
     x = j == 2 ? w.v[2] : x;

@@ -389,7 +389,7 @@ __device__ __forceinline__ void epi_group(Epi &e, const float *epi, int rr, int 
                         const fs_u32x4 w = fs_philox_tokens(e.d.seed, e.d.offset, e.d.position,
                                                             FS_PURPOSE_GUMBEL,
                                                             (uint32_t)(gid >> 2));
-                        g[i] = fs_gumbel_pruned(fs_philox_word(w, (int)(gid & 3)), s[i], bar);
+                        g[i] = fs_gumbel_pruned(fs_pick_word(w, (int)(gid & 3)), s[i], bar);
                     }
             }
         }

@@ -191,16 +191,16 @@ __device__ __forceinline__ void gumbel_pairs(RowState &r0, RowState &r1, float a
         const int lo = id0 & 3;
         fs_u32x4 wa = fs_philox_tokens(r0.d.seed, r0.d.offset, r0.d.position, FS_PURPOSE_GUMBEL, grp);
         fs_u32x4 wb = fs_philox_tokens(r1.d.seed, r1.d.offset, r1.d.position, FS_PURPOSE_GUMBEL, grp);
-        ua0 = fs_philox_word(wa, lo);
-        ub0 = fs_philox_word(wb, lo);
+        ua0 = fs_pick_word(wa, lo);
+        ub0 = fs_pick_word(wb, lo);
         if (lo == 3) { /* the pair straddles two groups */
             wa = fs_philox_tokens(r0.d.seed, r0.d.offset, r0.d.position, FS_PURPOSE_GUMBEL, grp + 1);
             wb = fs_philox_tokens(r1.d.seed, r1.d.offset, r1.d.position, FS_PURPOSE_GUMBEL, grp + 1);
             ua1 = wa.v[0];
             ub1 = wb.v[0];
         } else {
-            ua1 = fs_philox_word(wa, lo + 1);
-            ub1 = fs_philox_word(wb, lo + 1);
+            ua1 = fs_pick_word(wa, lo + 1);
+            ub1 = fs_pick_word(wb, lo + 1);
         }
     }
     /* the exact logarithms only where the uniform clears the floor: after the
