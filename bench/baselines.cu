@@ -17,7 +17,9 @@
 #include <stdint.h>
 
 #include "baselines.h"
+#include "finalize.h"
 #include "philox.h"
+#include "record.h"
 
 namespace {
 
@@ -339,7 +341,10 @@ __global__ void k_fill_normal(__nv_bfloat16 *dst, size_t n, float stddev, uint64
     }
 }
 
-/* Gumbel-max (or, GREEDY, argmax) over each row of bf16 logits.  Grid (S, rows). */
+/* The library's block Gumbel draw (record.h: the same noise, so the same
+ * tokens as the fused ops up to logit rounding), or, GREEDY, argmax, over each
+ * row of bf16 logits in one pass.  Unit: a noise block of 16 tokens.  Grid
+ * (S, rows). */
 template <bool VEC, bool GREEDY>
 __global__ void __launch_bounds__(kThreads, 2)
 k_gumbel(const __nv_bfloat16 *logits, int64_t vocab, int64_t per, int splits,
@@ -348,49 +353,55 @@ k_gumbel(const __nv_bfloat16 *logits, int64_t vocab, int64_t per, int splits,
 {
     const int64_t row = blockIdx.y;
     const __nv_bfloat16 *L = logits + row * vocab;
-    const int64_t ng = (vocab + 7) / 8;
+    const int64_t ng8 = (vocab + 7) / 8, nb = (vocab + 15) / 16;
     const int64_t g0 = blockIdx.x * per;
-    const int64_t g1 = g0 + per < ng ? g0 + per : ng;
-    float inv_t = 1.0f;
-    uint64_t sd = 0;
-    if (!GREEDY) {
-        inv_t = 1.0f / temperature[row];
-        sd = seed[row];
-    }
+    const int64_t g1 = g0 + per < nb ? g0 + per : nb;
+    fs_row_desc d = fs_row_desc_make(1.0f, 0, 0, 0, -1, -1, 0);
+    if (!GREEDY)
+        d = fs_row_desc_make(temperature[row], seed[row], 0, 0, -1, -1, 0);
+    fs_record rec;
+    fs_record_init(&rec);
     float bkey = -INFINITY, bval = -INFINITY;
     int bid = -1;
     for (int64_t g = g0 + threadIdx.x; g < g1; g += kBatch * kThreads) {
-        float v[kBatch][8];
+        float v[kBatch][16];
 #pragma unroll
         for (int b = 0; b < kBatch; ++b) {
             int64_t gg = g + b * kThreads;
-            if (gg < g1)
-                load8_bf16<VEC>(L, gg, vocab, v[b]);
+            if (gg < g1) {
+                load8_bf16<VEC>(L, 2 * gg, vocab, v[b]);
+                if (2 * gg + 1 < ng8)
+                    load8_bf16<VEC>(L, 2 * gg + 1, vocab, v[b] + 8);
+                else
+                    for (int k = 8; k < 16; ++k)
+                        v[b][k] = -INFINITY;
+            }
         }
 #pragma unroll
         for (int b = 0; b < kBatch; ++b) {
             int64_t gg = g + b * kThreads;
             if (gg >= g1)
                 break;
-            fs_u32x4 w0 = {}, w1 = {};
-            if (!GREEDY) {
-                w0 = fs_philox_tokens(sd, 0, 0, FS_PURPOSE_GUMBEL, (uint32_t)(2 * gg));
-                w1 = fs_philox_tokens(sd, 0, 0, FS_PURPOSE_GUMBEL, (uint32_t)(2 * gg + 1));
-            }
+            const int n = vocab - 16 * gg < 16 ? (int)(vocab - 16 * gg) : 16;
+            if (GREEDY) {
 #pragma unroll
-            for (int k = 0; k < 8; ++k) {
-                int id = (int)(gg * 8 + k);
-                if (!VEC && id >= vocab)
-                    break;
-                float s = GREEDY ? v[b][k] : v[b][k] * inv_t;
-                float key = s;
-                if (!GREEDY)
-                    key += fs_gumbel(k < 4 ? w0.v[k] : w1.v[k - 4]);
-                /* ids rise within a thread: strict > keeps the lowest on ties */
-                if (key > bkey || bid < 0)
-                    bkey = key, bid = id, bval = s;
+                for (int k = 0; k < 16; ++k)
+                    /* ids rise within a thread: strict > keeps the lowest on ties */
+                    if (k < n && (v[b][k] > bkey || bid < 0))
+                        bkey = v[b][k], bid = (int)(16 * gg + k), bval = v[b][k];
+            } else {
+#pragma unroll
+                for (int k = 0; k < 16; ++k)
+                    v[b][k] = fs_score(v[b][k], 0.0f, d.inv_temp);
+                fs_record_push_block(&rec, &d, (int32_t)(16 * gg), n, v[b]);
             }
         }
+    }
+    if (!GREEDY) {
+        const bool greedy_row = d.flags & FS_ROWF_GREEDY; /* T = 0 */
+        bkey = greedy_row ? rec.max_s : rec.best_key;
+        bid = greedy_row ? rec.max_id : rec.best_id;
+        bval = greedy_row ? rec.max_s : rec.best_s;
     }
     block_argbest(bkey, bid, bval);
     if (splits == 1) {
@@ -590,7 +601,7 @@ k_multinomial(const float *probs, const float *residual, int k, int64_t vocab, i
         s_rem = 0.0f;
     }
     const float u = fs_uniform(
-        fs_philox_tokens(seed[req], 0, (uint32_t)j, kPurposeCdf, 0).v[0]);
+        fs_philox_draw(seed[req], 0, (uint32_t)j, kPurposeCdf, 0).v[0]);
     const int64_t seg = (nt + kThreads - 1) / kThreads;
     const int64_t a = threadIdx.x * seg;
     const int64_t e = a + seg < nt ? a + seg : nt;
@@ -745,7 +756,7 @@ cudaError_t launch_gumbel(const void *logits, int64_t rows, int64_t vocab, const
                           cudaStream_t stream)
 {
     Ws w = carve(ws, rows, vocab, nullptr);
-    Split sp = split_for(rows, (vocab + 7) / 8, kMinGroupsPerChunk);
+    Split sp = split_for(rows, (vocab + 15) / 16, kMinGroupsPerChunk / 2);
     dim3 grid(sp.s, (unsigned)rows);
     const __nv_bfloat16 *L = (const __nv_bfloat16 *)logits;
     if (vocab % 8 == 0)

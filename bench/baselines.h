@@ -1,9 +1,10 @@
 /* Unfused baselines for the flashspec benchmark: the pipelines an inference
  * engine runs today, each reading materialised logits / probabilities.
  *
- *  - bl_gumbel_sample:  single-pass Gumbel-max sampler over bf16 logits
- *                       (the same Philox noise and coordinates as fs_sample,
- *                       so on the same logits it picks the same tokens).
+ *  - bl_gumbel_sample:  single-pass Gumbel sampler over bf16 logits: the
+ *                       library's two-level block draw (src/record.h) with
+ *                       the same Philox noise and coordinates as fs_sample,
+ *                       so on the same logits it picks the same tokens.
  *  - bl_argmax:         greedy argmax over bf16 logits.
  *  - bl_softmax + bl_multinomial: probabilities written in fp32, then an
  *                       inverse-CDF (prefix-sum search) sampler over them.
@@ -40,8 +41,9 @@ size_t bl_workspace_bytes(int64_t rows, int64_t vocab);
 cudaError_t bl_fill_normal_bf16(void *dst, size_t n, float stddev, uint64_t seed,
                                 cudaStream_t stream);
 
-/* (b) token[r] = argmax_i logit[r,i] / T_r + Gumbel(seed_r, i); T_r = 0 is
- * the plain argmax.  temperature and seed are [rows]. */
+/* (b) token[r] = the block Gumbel draw (record.h) from softmax(logit[r] / T_r)
+ * with seed_r; T_r = 0 is the plain argmax.  temperature and seed are
+ * [rows]. */
 cudaError_t bl_gumbel_sample(const void *logits, int64_t rows, int64_t vocab,
                              const float *temperature, const uint64_t *seed, void *ws,
                              int32_t *out_tokens, cudaStream_t stream);

@@ -128,8 +128,11 @@ FS_API const char *fs_context_last_error(const fs_context *ctx);
  * tokens.  Token ids in inputs and outputs are global.  nccl_comm is an
  * ncclComm_t over which every rank of the shard group calls the same op with
  * the same rows and parameters; each rank then receives identical outputs.
- * Pass nccl_comm = NULL, vocab_offset = 0, global_vocab_size = 0 to detach.
- * Needs a CUDA context built with NCCL. */
+ * vocab_offset must be a multiple of 16: sampling noise is drawn per block of
+ * 16 consecutive token ids, and a block cannot span two shards (vLLM-style
+ * shards of a vocabulary padded to 64 satisfy this up to 4 ranks, and for
+ * the common vocabularies up to 8).  Pass nccl_comm = NULL, vocab_offset = 0,
+ * global_vocab_size = 0 to detach.  Needs a CUDA context built with NCCL. */
 FS_API fs_status fs_context_set_vocab_shard(fs_context *ctx, void *nccl_comm,
                                             int64_t vocab_offset, int64_t global_vocab_size);
 

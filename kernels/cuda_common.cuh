@@ -1,6 +1,6 @@
 /* Shared pieces of the CUDA backend: the scan arguments every scan kernel
- * receives, the per-group token push (mask, bias, temperature, noise) used by
- * every scan path, warp reductions of records, and the host-side launchers
+ * receives, the per-block token push (mask, bias, temperature, noise) used by
+ * the generic scan paths, warp reductions of records, and the host-side launchers
  * each kernel file provides.
  *
  * The arithmetic itself (Philox, Gumbel, score, push, merge, finalizers) is
@@ -42,40 +42,50 @@ typedef struct fs_scan_args {
     int64_t tiles_per_row;
 } fs_scan_args;
 
+/* What a scan kernel needs to end the op itself (op_tail.cuh): the last CTA
+ * merges every row's records and runs the finalizer. */
+typedef struct fs_tail_args {
+    int op;                /* FS_OP_* to finalize; -1: merge into row_recs only (tensor parallel) */
+    unsigned int *counter; /* zeroed by the prep kernel */
+    fs_record *row_recs;   /* [rows]: merged records (op -1, and verify's walk) */
+    const int32_t *pre_status;
+    int32_t *out_tokens;
+    float *out_values;
+    int32_t *out_num_emitted;
+    int32_t *out_row_status;
+    const int32_t *offsets; /* verify */
+    const int32_t *drafts;
+    int64_t num_requests;
+    int64_t stride; /* max_drafts + 1 */
+} fs_tail_args;
+
 /* ---- device helpers ---------------------------------------------------- */
 
 #ifdef __CUDACC__
 
-#include "gumbel_prune.cuh"
-
-/* fs_pick_word: gumbel_prune.cuh */
-
-/* Push tokens t0 .. t0+cnt-1 (global ids, 1 <= cnt <= 4, all in Philox group
- * t0 >> 2) of `row` with logits l[0..cnt) into rec.  Same transform as the
- * CPU scan's push_token: mask, bias, score, Gumbel noise of the token. */
-static __device__ __forceinline__ void fs_push_group(fs_record *rec, const fs_row_desc &d,
+/* Push the tokens t0 .. t0+cnt-1 (global ids, 1 <= cnt <= FS_NOISE_BLOCK, all
+ * in noise block t0 / FS_NOISE_BLOCK) of `row` with logits l[0..cnt) into
+ * rec: every token into the log-sum-exp and argmax, the block into the
+ * sampling candidate.  Same transform as the CPU scan: mask, bias, score. */
+static __device__ __forceinline__ void fs_push_block(fs_record *rec, const fs_row_desc &d,
                                                      const fs_scan_args &a, int64_t row,
-                                                     int64_t t0, int cnt, const float l[4])
+                                                     int64_t t0, int cnt, const float *l)
 {
-    const bool greedy = (d.flags & FS_ROWF_GREEDY) != 0;
-    fs_u32x4 w;
-    w.v[0] = w.v[1] = w.v[2] = w.v[3] = 0u;
-    if (!greedy)
-        w = fs_philox_tokens(d.seed, d.offset, d.position, FS_PURPOSE_GUMBEL, (uint32_t)(t0 >> 2));
     const float *bias = a.bias ? a.bias + row * a.global_vocab : nullptr;
     const uint32_t *allowed = a.allowed ? a.allowed + row * a.words : nullptr;
+    float s[FS_NOISE_BLOCK];
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
+    for (int i = 0; i < FS_NOISE_BLOCK; ++i) {
+        s[i] = -INFINITY;
         if (i < cnt) {
-            int64_t gid = t0 + i;
+            const int64_t gid = t0 + i;
             if (allowed && !((__ldg(&allowed[gid >> 5]) >> (gid & 31)) & 1u))
                 continue;
-            float b = bias ? __ldg(&bias[gid]) : 0.0f;
-            float s = fs_score(l[i], b, d.inv_temp);
-            float g = greedy ? 0.0f : fs_gumbel(fs_pick_word(w, (int)(gid & 3)));
-            fs_record_push(rec, &d, (int32_t)gid, s, g);
+            const float b = bias ? __ldg(&bias[gid]) : 0.0f;
+            s[i] = fs_score(l[i], b, d.inv_temp);
         }
     }
+    fs_record_push_block(rec, &d, (int32_t)t0, cnt, s);
 }
 
 /* Merge the records of a full warp into every lane (fixed butterfly:
@@ -113,8 +123,8 @@ static __device__ __forceinline__ fs_record fs_record_block_reduce(fs_record r,
 
 /* Epilogue shared by the fused kernels: S holds the tile's fp32 logits as
  * [BN rows][pitch] (local tokens v0 .. v0+vcount along a row).  One warp per
- * row: each lane takes one Philox group (4 consecutive global ids) at a time,
- * then the warp merges and lane 0 writes the (row, tile) record. */
+ * row: each lane takes one noise block at a time, then the warp merges and
+ * lane 0 writes the (row, tile) record. */
 static __device__ __forceinline__ void fs_tile_epilogue(const float *S, int pitch, int bn,
                                                         int64_t v0, int vcount, int64_t n0,
                                                         int64_t tile, const fs_scan_args &a)
@@ -122,8 +132,8 @@ static __device__ __forceinline__ void fs_tile_epilogue(const float *S, int pitc
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int warps = blockDim.x >> 5;
     const int64_t gb = a.vocab_offset + v0, ge = gb + vcount;
-    const int64_t G0 = gb >> 2;
-    const int nslots = (int)(((ge - 1) >> 2) - G0 + 1);
+    const int64_t B0 = gb / FS_NOISE_BLOCK;
+    const int nslots = (int)((ge - 1) / FS_NOISE_BLOCK - B0 + 1);
     for (int nn = warp; nn < bn; nn += warps) {
         const int64_t row = n0 + nn;
         if (row >= a.rows)
@@ -135,16 +145,10 @@ static __device__ __forceinline__ void fs_tile_epilogue(const float *S, int pitc
         fs_record_init(&rec);
         const float *srow = S + (size_t)nn * pitch;
         for (int s = lane; s < nslots; s += 32) {
-            int64_t g4 = (G0 + s) << 2;
-            int64_t t0 = g4 > gb ? g4 : gb;
-            int64_t t1 = g4 + 4 < ge ? g4 + 4 : ge;
-            int cnt = (int)(t1 - t0);
-            int at = (int)(t0 - gb);
-            float l[4];
-#pragma unroll
-            for (int i = 0; i < 4; ++i)
-                l[i] = i < cnt ? srow[at + i] : 0.0f;
-            fs_push_group(&rec, d, a, row, t0, cnt, l);
+            const int64_t g16 = (B0 + s) * FS_NOISE_BLOCK;
+            const int64_t t0 = g16 > gb ? g16 : gb;
+            const int64_t t1 = g16 + FS_NOISE_BLOCK < ge ? g16 + FS_NOISE_BLOCK : ge;
+            fs_push_block(&rec, d, a, row, t0, (int)(t1 - t0), srow + (t0 - gb));
         }
         fs_record_warp_reduce(&rec);
         if (lane == 0)
@@ -166,9 +170,10 @@ cudaError_t fs_cuda_configure_current(int device);
 
 /* ---- host-side launchers (each returns cudaGetLastError()) ------------- */
 
-/* Row descriptors and pre-scan statuses (kernels/prep.cu). */
+/* Row descriptors and pre-scan statuses, and *counter = 0 for the scan's
+ * tail (kernels/prep.cu). */
 cudaError_t fs_launch_prep(const fs_op_args *a, fs_row_desc *descs, int32_t *pre_status,
-                           int32_t *layout_status, cudaStream_t stream);
+                           unsigned int *counter, cudaStream_t stream);
 
 /* Fused LM-head scans: bf16/fp16 tensor cores (scan_mma.cu), fp32 SIMT
  * (scan_simt.cu).  They write tiles_per_row = ceil(V / FS_FUSED_TILE_V)

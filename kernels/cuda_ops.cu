@@ -2,14 +2,15 @@
  * launch sequence shared by every op.
  *
  *   prep      row descriptors + pre-scan statuses        (prep.cu)
- *   scan      per-(row, tile) records, logits never stored (scan_mma.cu,
- *             scan_simt.cu, scan_logits.cu)
- *   merge     per-row records into row_recs               (merge_finalize.cu)
+ *   scan      per-(row, tile or CTA) records, logits never stored (scan_hopper.cu,
+ *             scan_hopper_rows.cu, scan_mma.cu, scan_simt.cu, scan_logits.cu)
+ *   merge     per-row records into row_recs               (merge_finalize.cu;
+ *             the Hopper scans do it in their last CTA, op_tail.cuh)
  *   exchange  tensor parallel only: all-gather + merge of row_recs across
  *             vocabulary shards                          (tp_exchange.cu)
  *   finalize  the op's finalizer writes every output     (merge_finalize.cu;
- *             done by the merge itself for sample and argmax when no exchange
- *             runs in between)
+ *             done by the merge itself -- or the Hopper scan's last CTA --
+ *             when no exchange runs in between)
  *
  * Everything is enqueued on the context's stream: no allocation, no host
  * synchronisation, no copy to the host, so a call can be captured in a CUDA
@@ -19,8 +20,8 @@
  * the caller's pointer rounded up to 256 bytes):
  *   descs      fs_row_desc [rows]                      row descriptors
  *   pre_status int32       [requests]                  status before the scan
- *   layout     int32       [1]                         verify: status of the offsets layout
- *   tile_recs  fs_record   [rows][ceil(V / 128)]       per-(row, tile) records
+ *   counter    uint32      [1]                         the scan's CTAs done (op_tail.cuh)
+ *   tile_recs  fs_record   [rows][ceil(V / 128)]       per-(row, tile or CTA) records
  *   row_recs   fs_record   [rows]                      merged records (the TP seam)
  *   tp_gather  fs_record   [ranks][rows]               only when sharded over > 1 rank
  */
@@ -33,7 +34,7 @@ namespace {
 struct cuda_workspace {
     fs_row_desc *descs;
     int32_t *pre_status;
-    int32_t *layout;
+    unsigned int *counter;
     fs_record *tile_recs;
     fs_record *row_recs;
     void *tp_gather;
@@ -59,8 +60,8 @@ size_t carve(const fs_context *ctx, int64_t rows, int64_t requests, int64_t voca
         w->pre_status = reinterpret_cast<int32_t *>(p + at);
     at += align_up((size_t)requests * sizeof(int32_t));
     if (w)
-        w->layout = reinterpret_cast<int32_t *>(p + at);
-    at += align_up(sizeof(int32_t));
+        w->counter = reinterpret_cast<unsigned int *>(p + at);
+    at += align_up(sizeof(unsigned int));
     if (w)
         w->tile_recs = reinterpret_cast<fs_record *>(p + at);
     at += align_up((size_t)rows * max_tiles * sizeof(fs_record));
@@ -80,18 +81,20 @@ const char *op_name(fs_op op)
 
 /* The Hopper scan (TMA + wgmma) where the device, dtype, D and alignment
  * allow; the generic tensor-core scan otherwise, or when the library was built
- * without sm_90a code (the context then stops trying). */
+ * without sm_90a code (the context then stops trying).  The Hopper scans end
+ * the op themselves (tail); *tail_ran says whether this one did. */
 cudaError_t launch_fused_scan(fs_context *ctx, const fs_op_args *a, fs_scan_args *s,
-                              cudaStream_t stream)
+                              const fs_tail_args *tail, bool *tail_ran, cudaStream_t stream)
 {
     const fs_lm_head *h = a->head;
+    *tail_ran = false;
     if (h->dtype == FS_DTYPE_F32)
         return fs_launch_scan_simt(a, s, stream);
     if (ctx->hopper && fs_hopper_supported(h->hidden_dim, 1) &&
         fs_hopper_aligned(h->weight, a->hidden)) {
         fs_hopper_opts o = {};
-        o.records_row_major = 1;
         o.rows_min = ctx->hopper_rows_min;
+        o.tail = tail;
         const int64_t n_recs =
             fs_hopper_records_per_row(a->vocab_size, a->rows, ctx->sm_count, &o);
         cudaError_t e = (cudaError_t)fs_hopper_scan_launch_ex(
@@ -99,9 +102,10 @@ cudaError_t launch_fused_scan(fs_context *ctx, const fs_op_args *a, fs_scan_args
             a->rows, a->vocab_offset, a->global_vocab, s->descs, s->bias, s->allowed,
             s->tile_recs, n_recs, ctx->sm_count, &o, stream);
         if (e != cudaErrorNoKernelImageForDevice && e != cudaErrorInvalidDeviceFunction) {
-            /* the merge reads the records this kernel wrote (at most
-               ceil(V / 128) per row, which the workspace holds) */
+            /* at most min(sm_count, ceil(V / 128)) records per row, which the
+               workspace holds */
             s->tiles_per_row = n_recs;
+            *tail_ran = e == cudaSuccess;
             return e;
         }
         (void)cudaGetLastError();
@@ -130,7 +134,8 @@ extern "C" fs_status fs_cuda_run(fs_context *ctx, const fs_op_args *a)
         return st;
     cudaStream_t stream = static_cast<cudaStream_t>(ctx->stream);
     const char *step = "prep";
-    cudaError_t e = fs_launch_prep(a, w.descs, w.pre_status, w.layout, stream);
+    cudaError_t e = fs_launch_prep(a, w.descs, w.pre_status, w.counter, stream);
+    const bool sharded = fs_tp_ranks(ctx) > 1;
 
     fs_scan_args s;
     s.descs = w.descs;
@@ -142,11 +147,27 @@ extern "C" fs_status fs_cuda_run(fs_context *ctx, const fs_op_args *a)
     s.global_vocab = a->global_vocab;
     s.words = (a->global_vocab + 31) / 32;
     s.tile_recs = w.tile_recs;
+    /* the end of the op, for scans that run it in their last CTA: finalize
+       unless the records must first be exchanged across vocabulary shards */
+    fs_tail_args t;
+    t.op = sharded ? -1 : (int)a->op;
+    t.counter = w.counter;
+    t.row_recs = w.row_recs;
+    t.pre_status = w.pre_status;
+    t.out_tokens = a->out_tokens;
+    t.out_values = a->out_values;
+    t.out_num_emitted = a->out_num_emitted;
+    t.out_row_status = a->out_row_status;
+    t.offsets = a->op == FS_OP_VERIFY ? a->drafts->draft_offsets : nullptr;
+    t.drafts = a->op == FS_OP_VERIFY ? a->drafts->draft_tokens : nullptr;
+    t.num_requests = requests;
+    t.stride = a->op == FS_OP_VERIFY ? a->drafts->max_drafts + 1 : 1;
+    bool tail_ran = false;
     if (e == cudaSuccess) {
         if (a->head) {
             s.tiles_per_row = (a->vocab_size + FS_FUSED_TILE_V - 1) / FS_FUSED_TILE_V;
             step = "fused scan";
-            e = launch_fused_scan(ctx, a, &s, stream);
+            e = launch_fused_scan(ctx, a, &s, &t, &tail_ran, stream);
         } else {
             const int64_t chunk = fs_logits_chunk(a->rows, a->vocab_size, ctx->sm_count);
             s.tiles_per_row = (a->vocab_size + chunk - 1) / chunk;
@@ -154,11 +175,10 @@ extern "C" fs_status fs_cuda_run(fs_context *ctx, const fs_op_args *a)
             e = fs_launch_scan_logits(a, &s, chunk, stream);
         }
     }
-    /* sample and argmax finalize inside the merge unless the records must
-       first be exchanged across vocabulary shards */
-    const bool sharded = fs_tp_ranks(ctx) > 1;
+    /* without the tail, the merge kernel merges, and finalizes sample and
+       argmax unless an exchange comes first */
     const bool merge_finalizes = a->op != FS_OP_VERIFY && !sharded;
-    if (e == cudaSuccess) {
+    if (e == cudaSuccess && !tail_ran) {
         step = "merge";
         e = fs_launch_merge(a, w.tile_recs, s.tiles_per_row, w.descs, w.pre_status, w.row_recs,
                             merge_finalizes, ctx->cc_major >= 9, stream);
@@ -171,7 +191,8 @@ extern "C" fs_status fs_cuda_run(fs_context *ctx, const fs_op_args *a)
             return st;
         }
     }
-    if (e == cudaSuccess && !merge_finalizes) {
+    const bool finalized = tail_ran ? !sharded : merge_finalizes;
+    if (e == cudaSuccess && !finalized) {
         step = "finalize";
         e = fs_launch_finalize(a, w.row_recs, w.descs, w.pre_status, stream);
     }

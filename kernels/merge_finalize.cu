@@ -5,30 +5,12 @@
  * the separate finalize launch is skipped: at small row counts every launch
  * is a visible share of the call. */
 #include "cuda_common.cuh"
+#include "op_tail.cuh"
 #include "pdl.cuh"
 
 #define FS_MERGE_THREADS 256
 #define FS_MERGE_BATCH 4
 #define FS_FINALIZE_THREADS 128
-
-/* Finalize one sample or argmax row from its merged record.  Rows whose
- * temperature was bad keep their pre-scan status (fs_finalize_sample reads it). */
-static __device__ __forceinline__ void finalize_row(int op, const fs_record &rec,
-                                                    const fs_row_desc &d, int32_t pre_status,
-                                                    int64_t row, int32_t *out_tokens,
-                                                    float *out_values, int32_t *out_row_status)
-{
-    int32_t tok, st = pre_status;
-    float v;
-    if (op == FS_OP_SAMPLE)
-        fs_finalize_sample(&rec, &d, &tok, &v, &st);
-    else
-        fs_finalize_argmax(&rec, &tok, &v, &st);
-    out_tokens[row] = tok;
-    if (out_values)
-        out_values[row] = v;
-    out_row_status[row] = st;
-}
 
 /* One block per row.  Thread t merges tiles t, t + 256, ... in that order
  * (loaded FS_MERGE_BATCH at a time so the loads overlap), then the block
@@ -69,8 +51,8 @@ __global__ void __launch_bounds__(FS_MERGE_THREADS)
     if (threadIdx.x != 0)
         return;
     if (fin_op >= 0)
-        finalize_row(fin_op, acc, d, pre_status[row], row, out_tokens, out_values,
-                     out_row_status);
+        fs_finalize_row(fin_op, acc, d, pre_status[row], row, out_tokens, out_values,
+                        out_row_status);
     else
         row_recs[row] = acc;
 }
@@ -100,8 +82,8 @@ __global__ void fs_finalize_rows_kernel(int op, const fs_record *__restrict__ ro
 {
     int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (r < rows)
-        finalize_row(op, row_recs[r], descs[r], pre_status[r], r, out_tokens, out_values,
-                     out_row_status);
+        fs_finalize_row(op, row_recs[r], descs[r], pre_status[r], r, out_tokens, out_values,
+                        out_row_status);
 }
 
 /* verify: one thread per request walks its n_r + 1 merged records. */
@@ -115,18 +97,9 @@ __global__ void fs_finalize_verify_kernel(const fs_record *__restrict__ row_recs
                                           int32_t *out_num_emitted, int32_t *out_row_status)
 {
     int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (r >= num_requests)
-        return;
-    int32_t st = pre_status[r];
-    int ok = st == FS_ROW_OK;
-    int64_t begin = ok ? offsets[r] : 0;
-    int64_t n = ok ? offsets[r + 1] - begin : 0;
-    int32_t emitted;
-    fs_finalize_verify(ok ? row_recs + begin + r : nullptr, ok ? descs + begin + r : nullptr,
-                       ok ? drafts + begin : nullptr, n, stride, out_tokens + r * stride,
-                       out_logprobs ? out_logprobs + r * stride : nullptr, &emitted, &st);
-    out_num_emitted[r] = emitted;
-    out_row_status[r] = st;
+    if (r < num_requests)
+        fs_finalize_request(r, row_recs, descs, pre_status, offsets, drafts, stride, out_tokens,
+                            out_logprobs, out_num_emitted, out_row_status);
 }
 
 static unsigned fin_blocks(int64_t n)

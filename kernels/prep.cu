@@ -1,7 +1,9 @@
 /* Prep: one fs_row_desc per scanned row and the status each request has
  * before the scan, built on the device from the per-request arrays (the host
- * never reads them, so the op stays asynchronous and graph-capturable).
- * Mirrors build_descs() of the CPU backend. */
+ * never reads them, so the op stays asynchronous and graph-capturable), and
+ * the zeroed counter with which the scan's last CTA recognises itself
+ * (op_tail.cuh).  One launch per op.  Mirrors build_descs() of the CPU
+ * backend. */
 #include "cuda_common.cuh"
 #include "pdl.cuh"
 
@@ -16,10 +18,13 @@ static unsigned prep_blocks(int64_t n)
 __global__ void fs_prep_rows_kernel(int argmax, const float *__restrict__ temperature,
                                     const uint64_t *__restrict__ seed,
                                     const uint64_t *__restrict__ offset, int64_t rows,
-                                    fs_row_desc *descs, int32_t *pre_status)
+                                    fs_row_desc *descs, int32_t *pre_status,
+                                    unsigned int *counter)
 {
     fs_pdl_launch_dependents(); /* the scan may start streaming weights now */
     int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (r == 0)
+        *counter = 0u;
     if (r >= rows)
         return;
     if (argmax) {
@@ -35,75 +40,69 @@ __global__ void fs_prep_rows_kernel(int argmax, const float *__restrict__ temper
                                                   (int32_t)r);
 }
 
-/* verify, step 1: every row is skipped until a valid request claims it, and
- * one block checks the whole offsets layout (a malformed layout fails every
- * request; a well-formed one gives every request disjoint rows). */
-__global__ void fs_prep_verify_init_kernel(int64_t rows, fs_row_desc *descs)
+/* verify: every block checks the offsets layout (R + 1 ints: cheaper than a
+ * second launch); a malformed layout fails every request and skips every row,
+ * a well-formed one gives every request disjoint rows, which covers all rows:
+ * each request's thread writes its rows (descriptors, or skips when the
+ * request itself is bad). */
+__global__ void fs_prep_verify_kernel(const int32_t *__restrict__ offsets,
+                                      const int32_t *__restrict__ drafts,
+                                      const float *__restrict__ temperature,
+                                      const uint64_t *__restrict__ seed,
+                                      const uint64_t *__restrict__ offset, int64_t num_requests,
+                                      int64_t num_draft_tokens, int64_t max_drafts,
+                                      int64_t global_vocab, int64_t rows, int32_t *pre_status,
+                                      fs_row_desc *descs, unsigned int *counter)
 {
-    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < rows)
-        descs[i] = fs_row_desc_skip();
-}
-
-__global__ void fs_prep_verify_layout_kernel(const int32_t *__restrict__ offsets,
-                                             int64_t num_requests, int64_t num_draft_tokens,
-                                             int32_t *layout_status)
-{
+    fs_pdl_launch_dependents(); /* the scan may start streaming weights now */
+    const int64_t first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    if (first == 0)
+        *counter = 0u;
     int bad = 0;
     for (int64_t r = threadIdx.x; r < num_requests; r += blockDim.x)
         bad |= offsets[r + 1] < offsets[r];
     bad = __syncthreads_or(bad);
-    if (threadIdx.x == 0)
-        *layout_status = bad || offsets[0] != 0 || (int64_t)offsets[num_requests] != num_draft_tokens
-                             ? FS_ROW_BAD_OFFSETS
-                             : FS_ROW_OK;
-}
-
-/* verify, step 2: per request status; a valid request writes its rows. */
-__global__ void fs_prep_verify_desc_kernel(const int32_t *__restrict__ offsets,
-                                           const int32_t *__restrict__ drafts,
-                                           const float *__restrict__ temperature,
-                                           const uint64_t *__restrict__ seed,
-                                           const uint64_t *__restrict__ offset,
-                                           int64_t num_requests, int64_t max_drafts,
-                                           int64_t global_vocab, const int32_t *layout_status,
-                                           int32_t *pre_status,
-                                           fs_row_desc *descs)
-{
-    fs_pdl_launch_dependents(); /* the scan may start streaming weights now */
-    int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (r >= num_requests)
+    const int32_t layout = bad || offsets[0] != 0 ||
+                                   (int64_t)offsets[num_requests] != num_draft_tokens
+                               ? FS_ROW_BAD_OFFSETS
+                               : FS_ROW_OK;
+    if (layout != FS_ROW_OK) {
+        for (int64_t i = first; i < rows; i += stride)
+            descs[i] = fs_row_desc_skip();
+        for (int64_t r = first; r < num_requests; r += stride)
+            pre_status[r] = layout;
         return;
-    float t = temperature[r];
-    int32_t st = fs_verify_request_status(*layout_status, offsets, drafts, r, max_drafts,
-                                          global_vocab, t);
-    pre_status[r] = st;
-    if (st != FS_ROW_OK)
-        return;
-    int64_t begin = offsets[r], n = offsets[r + 1] - begin;
-    uint64_t sd = seed[r], off = offset ? offset[r] : 0;
-    for (int64_t j = 0; j <= n; ++j)
-        descs[begin + r + j] = fs_verify_row_desc(drafts + begin, n, j, t, sd, off, (int32_t)r);
+    }
+    for (int64_t r = first; r < num_requests; r += stride) {
+        const float t = temperature[r];
+        const int32_t st = fs_verify_request_status(layout, offsets, drafts, r, max_drafts,
+                                                    global_vocab, t);
+        pre_status[r] = st;
+        const int64_t begin = offsets[r], n = offsets[r + 1] - begin;
+        const uint64_t sd = seed[r], off = offset ? offset[r] : 0;
+        for (int64_t j = 0; j <= n; ++j)
+            descs[begin + r + j] = st == FS_ROW_OK
+                                       ? fs_verify_row_desc(drafts + begin, n, j, t, sd, off,
+                                                            (int32_t)r)
+                                       : fs_row_desc_skip();
+    }
 }
 
 cudaError_t fs_launch_prep(const fs_op_args *a, fs_row_desc *descs, int32_t *pre_status,
-                           int32_t *layout_status, cudaStream_t stream)
+                           unsigned int *counter, cudaStream_t stream)
 {
     const fs_sampling *p = a->params;
     if (a->op != FS_OP_VERIFY) {
         int argmax = a->op == FS_OP_ARGMAX;
         fs_prep_rows_kernel<<<prep_blocks(a->rows), FS_PREP_THREADS, 0, stream>>>(
             argmax, argmax ? nullptr : p->temperature, argmax ? nullptr : p->seed,
-            argmax ? nullptr : p->offset, a->rows, descs, pre_status);
+            argmax ? nullptr : p->offset, a->rows, descs, pre_status, counter);
         return cudaGetLastError();
     }
     const fs_drafts *d = a->drafts;
-    fs_prep_verify_init_kernel<<<prep_blocks(a->rows), FS_PREP_THREADS, 0, stream>>>(a->rows,
-                                                                                     descs);
-    fs_prep_verify_layout_kernel<<<1, 1024, 0, stream>>>(
-        d->draft_offsets, d->num_requests, d->num_draft_tokens, layout_status);
-    fs_prep_verify_desc_kernel<<<prep_blocks(d->num_requests), FS_PREP_THREADS, 0, stream>>>(
+    fs_prep_verify_kernel<<<prep_blocks(d->num_requests), FS_PREP_THREADS, 0, stream>>>(
         d->draft_offsets, d->draft_tokens, p->temperature, p->seed, p->offset, d->num_requests,
-        d->max_drafts, a->global_vocab, layout_status, pre_status, descs);
+        d->num_draft_tokens, d->max_drafts, a->global_vocab, a->rows, pre_status, descs, counter);
     return cudaGetLastError();
 }

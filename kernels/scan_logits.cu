@@ -1,11 +1,11 @@
 /* Scan over materialised logits [rows, V] (the *_logits ops): one pass, one
- * block per (row, chunk of the vocabulary), one record per block.
+ * CTA per (row, chunk of the vocabulary), one record per CTA.
  *
- * A thread takes one Philox group (4 consecutive global ids, one Philox call)
- * at a time; consecutive threads take consecutive groups, so a warp reads a
- * contiguous span.  When every group is whole and aligned (vocab_offset and V
- * multiples of 4, 16-byte aligned logits) the 4 logits are one vector load
- * (16 bytes fp32, 8 bytes fp16/bf16); otherwise guarded scalar loads. */
+ * A thread takes one noise block (16 consecutive global ids) at a time;
+ * consecutive threads take consecutive blocks.  When every block is whole and
+ * aligned (vocab_offset and V multiples of 16, 16-byte aligned logits) its
+ * logits are four vector loads (16 bytes fp32, 8 bytes fp16/bf16 each);
+ * otherwise guarded scalar loads. */
 #include <cuda_fp16.h>
 
 #include "cuda_common.cuh"
@@ -41,42 +41,45 @@ __global__ void __launch_bounds__(THREADS)
     const int64_t V = a.vocab;
     const int64_t lb = c * chunk, le = lb + chunk < V ? lb + chunk : V; /* local range */
     const int64_t gb = a.vocab_offset + lb, ge = a.vocab_offset + le; /* global range */
-    const int64_t G0 = gb >> 2, nslots = ((ge - 1) >> 2) - G0 + 1;
+    const int64_t B0 = gb / FS_NOISE_BLOCK, nslots = (ge - 1) / FS_NOISE_BLOCK - B0 + 1;
     const int64_t row_base = row * V - a.vocab_offset; /* element of global id 0 in this row */
 
     fs_record rec;
     fs_record_init(&rec);
     for (int64_t s = threadIdx.x; s < nslots; s += THREADS) {
-        const int64_t g4 = (G0 + s) << 2;
-        float l[4];
+        const int64_t g16 = (B0 + s) * FS_NOISE_BLOCK;
+        float l[FS_NOISE_BLOCK];
         int64_t t0;
         int cnt;
         if (vec) {
-            t0 = g4;
-            cnt = 4;
-            const int64_t e = row_base + g4;
-            if (dt == FS_DTYPE_F32) {
-                float4 v = __ldg(reinterpret_cast<const float4 *>(static_cast<const float *>(logits) + e));
-                l[0] = v.x;
-                l[1] = v.y;
-                l[2] = v.z;
-                l[3] = v.w;
-            } else {
-                uint2 v = __ldg(reinterpret_cast<const uint2 *>(static_cast<const unsigned short *>(logits) + e));
-                l[0] = half_bits_to_float((uint16_t)(v.x & 0xffffu), dt);
-                l[1] = half_bits_to_float((uint16_t)(v.x >> 16), dt);
-                l[2] = half_bits_to_float((uint16_t)(v.y & 0xffffu), dt);
-                l[3] = half_bits_to_float((uint16_t)(v.y >> 16), dt);
+            t0 = g16;
+            cnt = FS_NOISE_BLOCK;
+#pragma unroll
+            for (int q = 0; q < FS_NOISE_BLOCK / 4; ++q) {
+                const int64_t e = row_base + g16 + 4 * q;
+                if (dt == FS_DTYPE_F32) {
+                    float4 v = __ldg(reinterpret_cast<const float4 *>(static_cast<const float *>(logits) + e));
+                    l[4 * q + 0] = v.x;
+                    l[4 * q + 1] = v.y;
+                    l[4 * q + 2] = v.z;
+                    l[4 * q + 3] = v.w;
+                } else {
+                    uint2 v = __ldg(reinterpret_cast<const uint2 *>(static_cast<const unsigned short *>(logits) + e));
+                    l[4 * q + 0] = half_bits_to_float((uint16_t)(v.x & 0xffffu), dt);
+                    l[4 * q + 1] = half_bits_to_float((uint16_t)(v.x >> 16), dt);
+                    l[4 * q + 2] = half_bits_to_float((uint16_t)(v.y & 0xffffu), dt);
+                    l[4 * q + 3] = half_bits_to_float((uint16_t)(v.y >> 16), dt);
+                }
             }
         } else {
-            t0 = g4 > gb ? g4 : gb;
-            const int64_t t1 = g4 + 4 < ge ? g4 + 4 : ge;
+            t0 = g16 > gb ? g16 : gb;
+            const int64_t t1 = g16 + FS_NOISE_BLOCK < ge ? g16 + FS_NOISE_BLOCK : ge;
             cnt = (int)(t1 - t0);
 #pragma unroll
-            for (int i = 0; i < 4; ++i)
+            for (int i = 0; i < FS_NOISE_BLOCK; ++i)
                 l[i] = i < cnt ? load_one(logits, row_base + t0 + i, dt) : 0.0f;
         }
-        fs_push_group(&rec, d, a, row, t0, cnt, l);
+        fs_push_block(&rec, d, a, row, t0, cnt, l);
     }
     rec = fs_record_block_reduce(rec, scratch);
     if (threadIdx.x == 0)
@@ -105,7 +108,7 @@ cudaError_t fs_launch_scan_logits(const fs_op_args *a, const fs_scan_args *s, in
     if (blocks > 0x7fffffff)
         return cudaErrorInvalidConfiguration;
     const size_t es = a->logits_dtype == FS_DTYPE_F32 ? 4 : 2;
-    const bool vec = a->vocab_offset % 4 == 0 && a->vocab_size % 4 == 0 &&
+    const bool vec = a->vocab_offset % FS_NOISE_BLOCK == 0 && a->vocab_size % FS_NOISE_BLOCK == 0 &&
                      ((uintptr_t)a->logits & (4 * es - 1)) == 0;
     fs_scan_logits_kernel<<<(unsigned)blocks, THREADS, 0, stream>>>(
         a->logits, a->logits_dtype, vec ? 1 : 0, chunk, chunks, *s);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "record.h" /* FS_NOISE_BLOCK */
 
 fs_status fs_fail(fs_context *ctx, fs_status status, const char *fmt, ...)
 {
@@ -99,6 +100,12 @@ fs_status fs_context_set_vocab_shard(fs_context *ctx, void *nccl_comm, int64_t v
                        "fs_context_set_vocab_shard: need 0 <= vocab_offset (%lld) < "
                        "global_vocab_size (%lld) <= INT32_MAX",
                        (long long)vocab_offset, (long long)global_vocab_size);
+    if (vocab_offset % FS_NOISE_BLOCK != 0)
+        return fs_fail(ctx, FS_ERR_INVALID_SIZE,
+                       "fs_context_set_vocab_shard: vocab_offset (%lld) must be a multiple of %d "
+                       "(sampling noise is drawn per block of %d token ids; a block cannot span "
+                       "two shards)",
+                       (long long)vocab_offset, FS_NOISE_BLOCK, FS_NOISE_BLOCK);
     if (ctx->kind != FS_DEVICE_CUDA)
         return fs_fail(ctx, FS_ERR_UNSUPPORTED,
                        "fs_context_set_vocab_shard: tensor parallelism needs a CUDA context");

@@ -25,6 +25,7 @@ typedef struct cpu_workspace {
     fs_record *tile_recs; /* [rows] the tile being scanned */
     fs_record *row_recs;  /* [rows] merged so far */
     int32_t *pre_status;  /* [requests] status known before the scan */
+    void *scan_scratch;   /* fs_cpu_scan's noise blocks being collected */
 } cpu_workspace;
 
 static size_t align_up(size_t n)
@@ -44,6 +45,8 @@ static size_t carve(void *base, int64_t rows, int64_t requests, cpu_workspace *w
     at += align_up((size_t)rows * sizeof(fs_record));
     if (w) w->pre_status = (int32_t *)(p + at);
     at += align_up((size_t)requests * sizeof(int32_t));
+    if (w) w->scan_scratch = p + at;
+    at += align_up(fs_cpu_scan_scratch_bytes(rows));
     return at;
 }
 
@@ -143,7 +146,7 @@ fs_status fs_cpu_run(fs_context *ctx, const fs_op_args *a)
     cpu_workspace w;
     carve(a->workspace, a->rows, requests, &w);
     build_descs(a, &w);
-    fs_cpu_scan(a, w.descs, g_tile, g_faults, w.tile_recs, w.row_recs);
+    fs_cpu_scan(a, w.descs, g_tile, g_faults, w.tile_recs, w.row_recs, w.scan_scratch);
     finalize(a, &w);
 
     int64_t bad = 0, first = -1;

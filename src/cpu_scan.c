@@ -2,6 +2,7 @@
  * GPU kernels (record.h); only the way logits are produced differs. */
 #include "cpu_scan.h"
 
+#include <math.h>
 #include <stddef.h>
 
 #include "cpu_backend.h"
@@ -58,33 +59,66 @@ static float logit_stored(const fs_op_args *a, int64_t row, int64_t v)
     }
 }
 
-/* Push local token v of `row` into rec, applying mask, bias, temperature and
- * noise exactly as the GPU epilogue does. */
-static void push_token(const fs_op_args *a, const fs_row_desc *d, int64_t row, int64_t v,
-                       fs_record *rec)
+/* Score of local token v of `row` (-inf when the mask disallows it): mask,
+ * bias and temperature exactly as the GPU epilogue applies them. */
+static float score_token(const fs_op_args *a, const fs_row_desc *d, int64_t row, int64_t v)
 {
     int64_t gid = a->vocab_offset + v;
     const fs_sampling *p = a->params;
     if (p && p->allowed) {
         int64_t words = (a->global_vocab + 31) / 32;
         if (!((p->allowed[row * words + gid / 32] >> (gid % 32)) & 1u))
-            return;
+            return -INFINITY;
     }
     float l = a->head ? logit_fused(a, row, v) : logit_stored(a, row, v);
     float b = (p && p->logit_bias) ? p->logit_bias[row * a->global_vocab + gid] : 0.0f;
-    float s = fs_score(l, b, d->inv_temp);
-    float g = 0.0f;
-    if (!(d->flags & FS_ROWF_GREEDY) && gid != d->excluded && s > -INFINITY && s < INFINITY)
-        g = fs_gumbel_token(d->seed, d->offset, d->position, (int32_t)gid);
-    fs_record_push(rec, d, (int32_t)gid, s, g);
+    return fs_score(l, b, d->inv_temp);
+}
+
+/* The noise block a row is collecting: scores by position in the block
+ * (-inf where no token was pushed).  Blocks are pushed whole (into the record
+ * of the tile where the next block starts), whichever tile boundaries cut
+ * them, so any tile size gives the same candidates. */
+typedef struct block_buf {
+    int64_t block; /* -1: none open */
+    float s[FS_NOISE_BLOCK];
+} block_buf;
+
+static void block_flush(block_buf *b, const fs_row_desc *d, fs_record *rec)
+{
+    if (b->block >= 0)
+        fs_record_push_block(rec, d, (int32_t)(b->block * FS_NOISE_BLOCK), FS_NOISE_BLOCK, b->s);
+    b->block = -1;
+}
+
+static void push_token(const fs_op_args *a, const fs_row_desc *d, int64_t row, int64_t v,
+                       fs_record *rec, block_buf *b)
+{
+    int64_t gid = a->vocab_offset + v;
+    float s = score_token(a, d, row, v);
+    if (gid / FS_NOISE_BLOCK != b->block) {
+        block_flush(b, d, rec);
+        b->block = gid / FS_NOISE_BLOCK;
+        for (int i = 0; i < FS_NOISE_BLOCK; ++i)
+            b->s[i] = -INFINITY;
+    }
+    b->s[gid % FS_NOISE_BLOCK] = s;
+}
+
+size_t fs_cpu_scan_scratch_bytes(int64_t rows)
+{
+    return sizeof(block_buf) * (size_t)rows;
 }
 
 void fs_cpu_scan(const fs_op_args *a, const fs_row_desc *descs, int64_t tile, uint32_t faults,
-                 fs_record *tile_recs, fs_record *row_recs)
+                 fs_record *tile_recs, fs_record *row_recs, void *scratch)
 {
     int64_t rows = a->rows, vocab = a->vocab_size;
-    for (int64_t r = 0; r < rows; ++r)
+    block_buf *bufs = scratch;
+    for (int64_t r = 0; r < rows; ++r) {
         fs_record_init(&row_recs[r]);
+        bufs[r].block = -1;
+    }
     for (int64_t t0 = 0; t0 < vocab; t0 += tile) {
         int64_t t1 = t0 + tile < vocab ? t0 + tile : vocab;
         if (faults & FS_FAULT_TILE_EDGE)
@@ -96,14 +130,16 @@ void fs_cpu_scan(const fs_op_args *a, const fs_row_desc *descs, int64_t tile, ui
             for (int64_t v = t0; v < t1; ++v)
                 for (int64_t r = 0; r < rows; ++r)
                     if (descs[r].flags & FS_ROWF_VALID)
-                        push_token(a, &descs[r], r, v, &tile_recs[r]);
+                        push_token(a, &descs[r], r, v, &tile_recs[r], &bufs[r]);
         } else {
             for (int64_t r = 0; r < rows; ++r)
                 if (descs[r].flags & FS_ROWF_VALID)
                     for (int64_t v = t0; v < t1; ++v)
-                        push_token(a, &descs[r], r, v, &tile_recs[r]);
+                        push_token(a, &descs[r], r, v, &tile_recs[r], &bufs[r]);
         }
         for (int64_t r = 0; r < rows; ++r)
             fs_record_merge(&row_recs[r], &tile_recs[r]);
     }
+    for (int64_t r = 0; r < rows; ++r)
+        block_flush(&bufs[r], &descs[r], &row_recs[r]);
 }

@@ -2,13 +2,14 @@
  * easy as 1, 2, 3", SC'11) and the mapping from flashspec's coordinates to
  * counters.  Usable from C and from CUDA device code.
  *
- * Coordinates -> counter/key, so that a random number depends only on
- * (seed, offset, position, token id, purpose):
+ * Sampling noise is drawn per noise block (FS_NOISE_BLOCK = 16 consecutive
+ * global token ids, record.h explains why), so a random number depends only
+ * on (seed, offset, position, noise block, purpose):
  *   key     = (seed lo, seed hi)
- *   counter = (token_id / 4, position | purpose << 24, offset lo, offset hi)
- * and the token takes output word token_id % 4.  Four consecutive tokens
- * share one Philox call, which quarters the cost of the noise on the GPU
- * without tying the value to the tile that happens to hold the token. */
+ *   counter = (block / 2, position | purpose << 24, offset lo, offset hi)
+ * and block b takes output words 2 (b % 2) (its Gumbel uniform) and
+ * 2 (b % 2) + 1 (its within-block uniform).  Never the tile, batch slot or
+ * GPU that happens to hold the block. */
 #ifndef FS_PHILOX_H
 #define FS_PHILOX_H
 
@@ -53,12 +54,12 @@ FS_HD fs_u32x4 fs_philox4x32_10(fs_u32x4 c, uint32_t k0, uint32_t k1)
     return c;
 }
 
-/* The four words that serve tokens 4*group .. 4*group+3. */
-FS_HD fs_u32x4 fs_philox_tokens(uint64_t seed, uint64_t offset, uint32_t position,
-                                uint32_t purpose, uint32_t group)
+/* The four words of counter index `index` (noise: blocks 2 index, 2 index + 1). */
+FS_HD fs_u32x4 fs_philox_draw(uint64_t seed, uint64_t offset, uint32_t position,
+                              uint32_t purpose, uint32_t index)
 {
     fs_u32x4 c;
-    c.v[0] = group;
+    c.v[0] = index;
     c.v[1] = (position & FS_MAX_POSITION) | (purpose << 24);
     c.v[2] = (uint32_t)offset;
     c.v[3] = (uint32_t)(offset >> 32);
@@ -78,17 +79,20 @@ FS_HD float fs_gumbel(uint32_t x)
     return -logf(-logf(fs_uniform(x)));
 }
 
-/* Gumbel noise of one (global) token. */
-FS_HD float fs_gumbel_token(uint64_t seed, uint64_t offset, uint32_t position, int32_t token)
+/* The two words of noise block `block`: *wg for its Gumbel noise, *wu for the
+ * uniform that picks the token inside it. */
+FS_HD void fs_block_words(uint64_t seed, uint64_t offset, uint32_t position, uint32_t block,
+                          uint32_t *wg, uint32_t *wu)
 {
-    fs_u32x4 w = fs_philox_tokens(seed, offset, position, FS_PURPOSE_GUMBEL, (uint32_t)token >> 2);
-    return fs_gumbel(w.v[token & 3]);
+    fs_u32x4 w = fs_philox_draw(seed, offset, position, FS_PURPOSE_GUMBEL, block >> 1);
+    *wg = (block & 1u) ? w.v[2] : w.v[0];
+    *wu = (block & 1u) ? w.v[3] : w.v[1];
 }
 
 /* The acceptance uniform of the draft at a position. */
 FS_HD float fs_accept_uniform(uint64_t seed, uint64_t offset, uint32_t position)
 {
-    fs_u32x4 w = fs_philox_tokens(seed, offset, position, FS_PURPOSE_ACCEPT, 0);
+    fs_u32x4 w = fs_philox_draw(seed, offset, position, FS_PURPOSE_ACCEPT, 0);
     return fs_uniform(w.v[0]);
 }
 

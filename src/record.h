@@ -1,5 +1,6 @@
-/* The vocabulary-scan engine's summary record and its two operations:
- * push one token's score into a record, and merge two records.
+/* The vocabulary-scan engine's summary record and its operations: push one
+ * token's score into a record, push one noise block's sampling candidate,
+ * and merge two records.
  *
  * Every op (sample, draft argmax, verify) is the same scan: for each
  * (row, vocabulary tile) a record is built by pushing the tile's tokens, the
@@ -8,6 +9,21 @@
  * are broken towards the lower token id, never by arrival order), so tile
  * size, tile order and the number of GPUs never change which token wins.
  * Only sum_exp carries order-dependent float rounding.
+ *
+ * Sampling is exact two-level Gumbel-max over noise blocks of FS_NOISE_BLOCK
+ * consecutive global ids (block b = id / 16).  For a row with scores s_i:
+ *   S_b   = sum over the block's eligible tokens of exp(s_i - m_b), m_b their max
+ *   key_b = m_b + log S_b + G_b,   G_b = -log(-log u_b)   (Gumbel, Philox)
+ *   the block with the largest key wins (the lowest on ties), and inside it
+ *   the token is drawn by inverse CDF with a second uniform v_b:
+ *   the first eligible i (ascending id) with v_b S_b < sum_{j <= i} exp(s_j - m_b).
+ * P(block b) = S_b e^{m_b} / Z because the max of Gumbel-perturbed log
+ * weights is a softmax draw, and P(i | b) = e^{s_i} / (S_b e^{m_b}), so
+ * P(i) = softmax(s)_i exactly.  Per token this costs one exponential (which
+ * the log-sum-exp needs anyway) instead of a Philox draw and two logarithms;
+ * the noise, the logs and the inverse CDF are per block.  Tiles and shards
+ * hold whole blocks, so records still merge in any order.  "Eligible":
+ * finite score, allowed, and not the row's excluded token.
  *
  * Shared verbatim by the CPU backend and the CUDA kernels. */
 #ifndef FS_RECORD_H
@@ -27,8 +43,8 @@ typedef struct fs_record {
     float max_s;     /* max score over allowed tokens (-inf if none) */
     int32_t max_id;  /* its token id, lowest on ties; -1 if none */
     float sum_exp;   /* sum over allowed tokens of exp(s - max_s) */
-    float best_key;  /* max of s + Gumbel over allowed, non-excluded tokens */
-    int32_t best_id; /* its token id, lowest on ties; -1 if none */
+    float best_key;  /* largest block key (see above) over blocks with an eligible token */
+    int32_t best_id; /* the token drawn inside that block; -1 if none */
     float best_s;    /* score of best_id */
     float sel_s;     /* score of the row's selected token if seen and allowed, else -inf */
     uint32_t flags;
@@ -64,6 +80,18 @@ FS_HD void fs_record_init(fs_record *r)
     r->flags = 0;
 }
 
+/* exp for the per-token and per-block weights: the hardware exponential on
+ * the GPU (relative error ~1e-6, far inside the near-tie tolerance the CPU
+ * oracle is compared with), libm on the host. */
+FS_HD float fs_exp(float x)
+{
+#if defined(__CUDA_ARCH__)
+    return __expf(x);
+#else
+    return expf(x);
+#endif
+}
+
 /* (a, ia) beats (b, ib): larger value, then lower id.  Ids of -1 never win. */
 FS_HD int fs_beats(float a, int32_t ia, float b, int32_t ib)
 {
@@ -81,50 +109,157 @@ FS_HD float fs_score(float logit, float bias, float inv_temp)
     return (logit + bias) * inv_temp;
 }
 
-/* Push one allowed token with score s and Gumbel noise g (ignored for greedy
- * rows and for the excluded token).  A disallowed token is simply not pushed;
- * s = -inf means probability zero and is skipped. */
-FS_HD void fs_record_push(fs_record *r, const fs_row_desc *d, int32_t id, float s, float g)
+/* Fold a set of tokens whose max score is m (first reached at id mid) and
+ * whose sum of exp(s - m) is S into the log-sum-exp and the argmax. */
+FS_HD void fs_record_add_lse(fs_record *r, float m, int32_t mid, float S)
+{
+    if (r->max_id < 0) {
+        r->max_s = m;
+        r->max_id = mid;
+        r->sum_exp = S;
+    } else if (fs_beats(m, mid, r->max_s, r->max_id)) {
+        r->sum_exp = r->sum_exp * fs_exp(r->max_s - m) + S;
+        r->max_s = m;
+        r->max_id = mid;
+    } else {
+        r->sum_exp += S * fs_exp(m - r->max_s);
+    }
+}
+
+/* Push one allowed token with score s into the log-sum-exp, the argmax and
+ * the selected score, without noise (greedy use, and the excluded token of a
+ * block).  A disallowed token is simply not pushed; s = -inf means
+ * probability zero and is skipped; NaN and +inf flag the record. */
+FS_HD void fs_record_push(fs_record *r, const fs_row_desc *d, int32_t id, float s)
 {
     if (!(s > -INFINITY && s < INFINITY)) {
         if (s != -INFINITY)
             r->flags |= FS_REC_NONFINITE;
         return;
     }
-    if (fs_beats(s, id, r->max_s, r->max_id)) {
-        r->sum_exp = r->sum_exp * expf(r->max_s - s) + 1.0f;
-        r->max_s = s;
-        r->max_id = id;
-    } else {
-        r->sum_exp += expf(s - r->max_s);
-    }
+    fs_record_add_lse(r, s, id, 1.0f);
     if (id == d->selected)
         r->sel_s = s;
-    if (!(d->flags & FS_ROWF_GREEDY) && id != d->excluded) {
-        float key = s + g;
-        if (fs_beats(key, id, r->best_key, r->best_id)) {
-            r->best_key = key;
-            r->best_id = id;
-            r->best_s = s;
+}
+
+#define FS_NOISE_BLOCK 16
+
+/* A block key is at most m_b + log 16 + 16.64 (the largest Gumbel value,
+ * -log(-log(1 - 2^-24))): a block whose max is this far below the record's
+ * best key cannot win, and its Philox draw and logarithms are skipped.  The
+ * relative term covers the rounding of m_b + log S_b + G_b for large |m_b|. */
+#define FS_BLOCK_KEY_REACH 19.5f
+
+FS_HD int fs_block_hopeless(float m, float best_key)
+{
+    return m - best_key < -(FS_BLOCK_KEY_REACH + 4e-6f * (fabsf(m) + fabsf(best_key)));
+}
+
+/* Token that takes part in the noise: finite, not the excluded one (disallowed
+ * tokens come in as -inf). */
+FS_HD int fs_noise_eligible(const fs_row_desc *d, int32_t id, float s)
+{
+    return s > -INFINITY && s < INFINITY && id != d->excluded;
+}
+
+/* Inverse CDF inside a block: the first eligible token i with
+ * target < sum_{j <= i} exp(s_j - m); when rounding leaves the target past
+ * the total, the last token of positive weight.  Returns an index into s
+ * and its score in *picked_s.
+ * (Loops run over the whole block with i < n guards, so that device code
+ * keeps s in registers.) */
+FS_HD int fs_block_pick(const fs_row_desc *d, int32_t id0, int n, const float *s, float m,
+                        float target, float *picked_s)
+{
+    float c = 0.0f, last_s = -INFINITY;
+    int last = -1;
+    for (int i = 0; i < FS_NOISE_BLOCK; ++i) {
+        if (i >= n || !fs_noise_eligible(d, id0 + i, s[i]))
+            continue;
+        float e = fs_exp(s[i] - m);
+        if (e > 0.0f) {
+            c += e;
+            last = i;
+            last_s = s[i];
+            if (target < c) {
+                *picked_s = s[i];
+                return i;
+            }
         }
     }
+    *picked_s = last_s;
+    return last;
+}
+
+/* Offer a block's candidate: key m + log S + G for the block whose eligible
+ * max is m and sum of exp(s - m) is S, drawing the token only when the key can
+ * win the record. */
+FS_HD void fs_record_offer_block(fs_record *r, const fs_row_desc *d, int32_t id0, int n,
+                                 const float *s, float m, float S)
+{
+    uint32_t wg, wu;
+    fs_block_words(d->seed, d->offset, d->position, (uint32_t)id0 / FS_NOISE_BLOCK, &wg, &wu);
+    float key = m + logf(S) + fs_gumbel(wg);
+    if (!(key >= r->best_key))
+        return;
+    float si;
+    int i = fs_block_pick(d, id0, n, s, m, fs_uniform(wu) * S, &si);
+    if (i >= 0 && fs_beats(key, id0 + i, r->best_key, r->best_id)) {
+        r->best_key = key;
+        r->best_id = id0 + i;
+        r->best_s = si;
+    }
+}
+
+/* Push one noise block: tokens id0 .. id0 + n - 1, all in block
+ * id0 / FS_NOISE_BLOCK (the whole block, or its part inside the vocabulary),
+ * with scores s (-inf for disallowed tokens).  Everything a record holds --
+ * log-sum-exp, argmax, selected score, non-finite flag and the block's
+ * sampling candidate -- with one exponential per token.  The excluded token
+ * goes through fs_record_push: it counts in the log-sum-exp but not in the
+ * noise, and the block's sum is taken relative to the max of the others so
+ * that it cannot underflow when the excluded token dominates. */
+FS_HD void fs_record_push_block(fs_record *r, const fs_row_desc *d, int32_t id0, int n,
+                                const float *s)
+{
+    float m = -INFINITY;
+    int32_t mid = -1;
+    for (int i = 0; i < FS_NOISE_BLOCK; ++i) {
+        if (i >= n)
+            continue;
+        int32_t id = id0 + i;
+        float x = s[i];
+        if (!(x > -INFINITY && x < INFINITY)) {
+            if (x != -INFINITY)
+                r->flags |= FS_REC_NONFINITE;
+            continue;
+        }
+        if (id == d->excluded) {
+            fs_record_push(r, d, id, x);
+            continue;
+        }
+        if (id == d->selected)
+            r->sel_s = x;
+        if (x > m) { /* ascending ids: strict > keeps the lowest of a tie */
+            m = x;
+            mid = id;
+        }
+    }
+    if (mid < 0)
+        return;
+    float S = 0.0f;
+    for (int i = 0; i < FS_NOISE_BLOCK; ++i)
+        if (i < n && fs_noise_eligible(d, id0 + i, s[i]))
+            S += fs_exp(s[i] - m);
+    fs_record_add_lse(r, m, mid, S);
+    if (!(d->flags & FS_ROWF_GREEDY) && !fs_block_hopeless(m, r->best_key))
+        fs_record_offer_block(r, d, id0, n, s, m, S);
 }
 
 FS_HD void fs_record_merge(fs_record *a, const fs_record *b)
 {
-    if (b->max_id >= 0) {
-        if (a->max_id < 0) {
-            a->max_s = b->max_s;
-            a->max_id = b->max_id;
-            a->sum_exp = b->sum_exp;
-        } else if (fs_beats(b->max_s, b->max_id, a->max_s, a->max_id)) {
-            a->sum_exp = a->sum_exp * expf(a->max_s - b->max_s) + b->sum_exp;
-            a->max_s = b->max_s;
-            a->max_id = b->max_id;
-        } else {
-            a->sum_exp += b->sum_exp * expf(b->max_s - a->max_s);
-        }
-    }
+    if (b->max_id >= 0)
+        fs_record_add_lse(a, b->max_s, b->max_id, b->sum_exp);
     if (fs_beats(b->best_key, b->best_id, a->best_key, a->best_id)) {
         a->best_key = b->best_key;
         a->best_id = b->best_id;

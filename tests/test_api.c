@@ -77,6 +77,10 @@ static void test_context_lifetime(void **state)
     assert_int_equal(fs_context_set_vocab_shard(ctx, NULL, 0, 0), FS_OK); /* detach: no-op */
     assert_int_not_equal(fs_context_set_vocab_shard(ctx, &dummy, 0, 100), FS_OK);
     assert_int_equal(fs_context_set_vocab_shard(NULL, NULL, 0, 0), FS_ERR_NULL_POINTER);
+    /* a shard must start on a noise block (checked before the device kind) */
+    assert_int_equal(fs_context_set_vocab_shard(ctx, &dummy, 40, 100), FS_ERR_INVALID_SIZE);
+    assert_non_null(strstr(fs_context_last_error(ctx), "multiple of 16"));
+    assert_int_equal(fs_context_set_vocab_shard(ctx, &dummy, 48, 100), FS_ERR_UNSUPPORTED);
     fs_context_destroy(ctx);
     fs_context_destroy(NULL); /* allowed */
     /* several contexts at once are independent */

@@ -226,10 +226,12 @@ int main(void)
         pthread_t th[MAXRANKS];
         ncclUniqueId id;
         CHECK(ncclGetUniqueId(&id) == ncclSuccess, "ncclGetUniqueId");
-        /* ragged shards: rank k holds a share proportional to k + 1 */
+        /* ragged shards: rank k holds a share proportional to k + 1, cut on a
+           noise-block boundary (16 token ids), as fs_context_set_vocab_shard
+           requires; the last shard's odd end is the vocabulary's */
         int64_t total_w = (int64_t)n * (n + 1) / 2, at = 0;
         for (int k = 0; k < n; ++k) {
-            int64_t size = k == n - 1 ? V - at : (int64_t)V * (k + 1) / total_w;
+            int64_t size = k == n - 1 ? V - at : ((int64_t)V * (k + 1) / total_w) / 16 * 16;
             jobs[k] = (rank_job){.rank = k, .ranks = n, .vocab_offset = at, .vocab_size = size, .id = id};
             at += size;
         }

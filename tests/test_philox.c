@@ -15,6 +15,7 @@
 
 #include "fs_test.h"
 #include "philox.h"
+#include "record.h" /* FS_NOISE_BLOCK */
 
 #ifndef FS_KAT_FILE
 #error "FS_KAT_FILE must name tests/data/philox_kat.txt"
@@ -50,6 +51,21 @@ static void test_known_answers(void **state)
     assert_true(vectors >= 3);
 }
 
+/* The Gumbel noise of noise block `blk`. */
+static float block_gumbel(uint64_t seed, uint64_t offset, uint32_t pos, uint32_t blk)
+{
+    uint32_t wg, wu;
+    fs_block_words(seed, offset, pos, blk, &wg, &wu);
+    return fs_gumbel(wg);
+}
+
+static float block_uniform(uint64_t seed, uint64_t offset, uint32_t pos, uint32_t blk)
+{
+    uint32_t wg, wu;
+    fs_block_words(seed, offset, pos, blk, &wg, &wu);
+    return fs_uniform(wu);
+}
+
 /* The coordinate mapping documented in philox.h, pinned: the GPU kernels and
  * any other backend must reproduce exactly these numbers. */
 static void test_counter_mapping(void **state)
@@ -60,17 +76,21 @@ static void test_counter_mapping(void **state)
     for (int it = 0; it < 2000; ++it) {
         uint64_t seed = fst_next(&r), offset = fst_next(&r);
         uint32_t pos = (uint32_t)fst_randint(&r, 1 << 24);
-        int32_t tok = (int32_t)fst_randint(&r, INT32_MAX);
-        fs_u32x4 c = {{(uint32_t)tok >> 2, pos, (uint32_t)offset, (uint32_t)(offset >> 32)}};
+        uint32_t blk = (uint32_t)fst_randint(&r, INT32_MAX) / FS_NOISE_BLOCK;
+        fs_u32x4 c = {{blk >> 1, pos, (uint32_t)offset, (uint32_t)(offset >> 32)}};
         fs_u32x4 w = fs_philox4x32_10(c, (uint32_t)seed, (uint32_t)(seed >> 32));
-        fs_u32x4 w2 = fs_philox_tokens(seed, offset, pos, FS_PURPOSE_GUMBEL, (uint32_t)tok >> 2);
+        fs_u32x4 w2 = fs_philox_draw(seed, offset, pos, FS_PURPOSE_GUMBEL, blk >> 1);
         assert_memory_equal(&w, &w2, sizeof w);
-        float u = ((float)(w.v[tok & 3] >> 9) + 0.5f) / 8388608.0f;
+        uint32_t wg, wu;
+        fs_block_words(seed, offset, pos, blk, &wg, &wu);
+        assert_int_equal(wg, w.v[2 * (blk & 1)]);
+        assert_int_equal(wu, w.v[2 * (blk & 1) + 1]);
+        float u = ((float)(wg >> 9) + 0.5f) / 8388608.0f;
         float g = -logf(-logf(u));
-        float got = fs_gumbel_token(seed, offset, pos, tok);
+        float got = block_gumbel(seed, offset, pos, blk);
         if (memcmp(&g, &got, sizeof g) != 0)
-            fail_msg("gumbel(seed %llx, offset %llx, pos %u, token %d) = %.9g, expected %.9g",
-                     (unsigned long long)seed, (unsigned long long)offset, pos, tok, got, g);
+            fail_msg("gumbel(seed %llx, offset %llx, pos %u, block %u) = %.9g, expected %.9g",
+                     (unsigned long long)seed, (unsigned long long)offset, pos, blk, got, g);
         fs_u32x4 ca = {{0u, pos | (1u << 24), (uint32_t)offset, (uint32_t)(offset >> 32)}};
         fs_u32x4 wa = fs_philox4x32_10(ca, (uint32_t)seed, (uint32_t)(seed >> 32));
         float ua = ((float)(wa.v[0] >> 9) + 0.5f) / 8388608.0f;
@@ -106,8 +126,8 @@ static void test_uniform_strictly_inside(void **state)
     assert_true(fs_gumbel(0xFFFFFFFFu) < 18.0f);
 }
 
-/* Uniforms and Gumbels from the token stream have the right law (loose:
- * this only catches a broken mapping, e.g. words reused across tokens). */
+/* Uniforms and Gumbels from the block stream have the right law (loose:
+ * this only catches a broken mapping, e.g. words reused across blocks). */
 static void test_noise_distribution(void **state)
 {
     (void)state;
@@ -120,7 +140,7 @@ static void test_noise_distribution(void **state)
     for (int i = 0; i < N; ++i) {
         /* tokens, positions, offsets and seeds all vary */
         uint64_t seed = 1000 + (uint64_t)(i / 10000);
-        float g = fs_gumbel_token(seed, (uint64_t)(i % 7), (uint32_t)(i % 3), i % 10000);
+        float g = block_gumbel(seed, (uint64_t)(i % 7), (uint32_t)(i % 3), (uint32_t)(i % 10000));
         double u = exp(-exp(-(double)g));
         int b = (int)(u * BINS);
         counts[b < BINS ? b : BINS - 1]++;
@@ -135,6 +155,18 @@ static void test_noise_distribution(void **state)
     /* Gumbel(0,1): mean = Euler gamma, variance = pi^2/6 */
     assert_true(fabs(mean - 0.5772156649) < 6.0 * sqrt(1.6449 / N));
     assert_true(fabs(var - 1.6449340668) < 0.03);
+    /* the in-block uniforms, independent of the block's Gumbel */
+    double vsum = 0.0, cross = 0.0;
+    for (int i = 0; i < N; ++i) {
+        uint64_t seed = 2000 + (uint64_t)(i / 10000);
+        uint32_t blk = (uint32_t)(i % 10000);
+        double v = block_uniform(seed, 3, 1, blk);
+        double u = exp(-exp(-(double)block_gumbel(seed, 3, 1, blk)));
+        vsum += v;
+        cross += (v - 0.5) * (u - 0.5);
+    }
+    assert_true(fabs(vsum / N - 0.5) < 6.0 * sqrt(1.0 / 12.0 / N));
+    assert_true(fabs(cross / N) < 6.0 / 12.0 / sqrt((double)N));
     /* the acceptance uniforms too */
     double asum = 0.0;
     for (int i = 0; i < N; ++i)
@@ -152,36 +184,37 @@ static void test_noise_coordinates(void **state)
     for (int it = 0; it < 500; ++it) {
         uint64_t seed = fst_next(&r), off = fst_next(&r);
         uint32_t pos = (uint32_t)fst_randint(&r, 1 << 20);
-        int32_t tok = (int32_t)(fst_randint(&r, 1 << 28) * 4);
-        float g = fs_gumbel_token(seed, off, pos, tok);
+        uint32_t blk = (uint32_t)(fst_randint(&r, 1 << 24) * 2);
+        float g = block_gumbel(seed, off, pos, blk);
         /* pure: same coordinates, same value, in any order of calls */
-        float again = fs_gumbel_token(seed, off, pos, tok);
+        float again = block_gumbel(seed, off, pos, blk);
         assert_memory_equal(&g, &again, sizeof g);
         float changed[] = {
-            fs_gumbel_token(seed ^ 1u, off, pos, tok),
-            fs_gumbel_token(seed ^ (1ull << 32), off, pos, tok),
-            fs_gumbel_token(seed ^ (1ull << 63), off, pos, tok),
-            fs_gumbel_token(seed, off ^ 1u, pos, tok),
-            fs_gumbel_token(seed, off ^ (1ull << 32), pos, tok),
-            fs_gumbel_token(seed, off ^ (1ull << 63), pos, tok),
-            fs_gumbel_token(seed, off, pos ^ 1u, tok),
-            fs_gumbel_token(seed, off, pos ^ (1u << 23), tok),
-            fs_gumbel_token(seed, off, pos, tok + 4),
-            fs_gumbel_token(seed, off, pos, tok ^ (1 << 27)),
+            block_gumbel(seed ^ 1u, off, pos, blk),
+            block_gumbel(seed ^ (1ull << 32), off, pos, blk),
+            block_gumbel(seed ^ (1ull << 63), off, pos, blk),
+            block_gumbel(seed, off ^ 1u, pos, blk),
+            block_gumbel(seed, off ^ (1ull << 32), pos, blk),
+            block_gumbel(seed, off ^ (1ull << 63), pos, blk),
+            block_gumbel(seed, off, pos ^ 1u, blk),
+            block_gumbel(seed, off, pos ^ (1u << 23), blk),
+            block_gumbel(seed, off, pos, blk + 2),
+            block_gumbel(seed, off, pos, blk ^ (1u << 23)),
         };
         for (size_t i = 0; i < sizeof changed / sizeof changed[0]; ++i)
             same_as_changed += changed[i] == g;
-        /* tokens 4k..4k+3 share one Philox call but take different words */
-        float q[4];
-        for (int j = 0; j < 4; ++j)
-            q[j] = fs_gumbel_token(seed, off, pos, tok + j);
+        /* blocks 2k and 2k+1 share one Philox call but take different words,
+           and a block's two words differ */
+        uint32_t wd[4];
+        fs_block_words(seed, off, pos, blk, &wd[0], &wd[1]);
+        fs_block_words(seed, off, pos, blk + 1, &wd[2], &wd[3]);
         for (int a = 0; a < 4; ++a)
             for (int b = a + 1; b < 4; ++b)
-                if (q[a] == q[b])
-                    fail_msg("tokens %d and %d of one Philox call share noise", tok + a, tok + b);
+                if (wd[a] == wd[b])
+                    fail_msg("words %d and %d of blocks %u, %u coincide", a, b, blk, blk + 1);
         /* purposes are separate streams */
         float ua = fs_accept_uniform(seed, off, pos);
-        float ug = fs_uniform(fs_philox_tokens(seed, off, pos, FS_PURPOSE_GUMBEL, 0).v[0]);
+        float ug = fs_uniform(fs_philox_draw(seed, off, pos, FS_PURPOSE_GUMBEL, 0).v[0]);
         same_as_changed += ua == ug;
         assert_true(ua == fs_accept_uniform(seed, off, pos));
         assert_true(ua != fs_accept_uniform(seed, off, pos + 1));

@@ -1,7 +1,7 @@
 /* The statistical harness has power: it must REJECT deliberately wrong
  * samplers -- the library's own injected faults (a residual that keeps the
  * draft; a tile-edge token never pushed) and hand-written wrong samplers (the
- * temperature off by 10%; Gumbel noise from a biased uniform) -- with
+ * temperature off by 10%; block noise from biased uniforms) -- with
  * p < 1e-6, and ACCEPT the correct sampler on the same data sizes (p above a
  * Bonferroni threshold).  Fixed seeds throughout. */
 #include <setjmp.h>
@@ -20,6 +20,7 @@
 #include "cpu_backend.h"
 #include "fs_test.h"
 #include "philox.h"
+#include "record.h" /* FS_NOISE_BLOCK */
 #include "stat_harness.h"
 
 enum { DRAWS = 100000, NACCEPT = 7 };
@@ -176,32 +177,43 @@ static void test_power_tile_edge(void **state)
 
 enum { NOISE_GUMBEL = 0, NOISE_BIASED = 1 };
 
-/* Gumbel-max over scores l / T_used, with the library's noise coordinates;
- * NOISE_BIASED draws the uniform as 0.8 u instead of u (biased low: the
- * Gumbel's upper tail, which decides the max, is cut at 1.5). */
+/* The library's two-level block draw (record.h) written out in double over
+ * scores l / T_used, with the library's noise coordinates; NOISE_BIASED
+ * draws both uniforms of a block as 0.8 u instead of u (the Gumbel's upper
+ * tail, which decides the max, is cut at 1.5, and the top fifth of each
+ * block's cumulative distribution is never reached). */
 static void hand_sampler(const float *l, int64_t V, double T_used, int noise, uint64_t seed,
                          uint64_t *counts)
 {
+    const double bias = noise == NOISE_BIASED ? 0.8 : 1.0;
     for (int64_t i = 0; i < DRAWS; ++i) {
         uint64_t sd = stat_seed(seed, i), of = stat_offset(seed, i);
-        int32_t best = -1;
-        double bk = -INFINITY;
-        for (int64_t v = 0; v < V; ++v) {
-            double g;
-            if (noise == NOISE_GUMBEL) {
-                g = fs_gumbel_token(sd, of, 0, (int32_t)v);
-            } else {
-                fs_u32x4 w = fs_philox_tokens(sd, of, 0, FS_PURPOSE_GUMBEL, (uint32_t)v >> 2);
-                double u = 0.8 * (double)fs_uniform(w.v[v & 3]);
-                g = -log(-log(u));
-            }
-            double key = (double)l[v] / T_used + g;
+        int64_t best = -1;
+        double bk = -INFINITY, bv = 0.0;
+        for (int64_t b0 = 0; b0 < V; b0 += FS_NOISE_BLOCK) {
+            int64_t b1 = b0 + FS_NOISE_BLOCK < V ? b0 + FS_NOISE_BLOCK : V;
+            double z = 0.0;
+            for (int64_t v = b0; v < b1; ++v)
+                z += exp((double)l[v] / T_used);
+            uint32_t wg, wu;
+            fs_block_words(sd, of, 0, (uint32_t)(b0 / FS_NOISE_BLOCK), &wg, &wu);
+            double key = log(z) - log(-log(bias * (double)fs_uniform(wg)));
             if (key > bk) {
                 bk = key;
-                best = (int32_t)v;
+                best = b0;
+                bv = bias * (double)fs_uniform(wu) * z;
             }
         }
-        counts[best]++;
+        int64_t b1 = best + FS_NOISE_BLOCK < V ? best + FS_NOISE_BLOCK : V, tok = b1 - 1;
+        double c = 0.0;
+        for (int64_t v = best; v < b1; ++v) {
+            c += exp((double)l[v] / T_used);
+            if (bv < c) {
+                tok = v;
+                break;
+            }
+        }
+        counts[tok]++;
     }
 }
 
@@ -246,7 +258,7 @@ static void test_power_biased_uniform(void **state)
     fst_chi2 r;
     memset(counts, 0, sizeof counts);
     hand_sampler(l, V, T, NOISE_BIASED, 561, counts);
-    expect_reject("hand sampler, uniform biased to (0, 0.8)", fst_chi2_test(counts, prob, V, &r),
+    expect_reject("hand sampler, uniforms biased to (0, 0.8)", fst_chi2_test(counts, prob, V, &r),
                   &r);
     memset(counts, 0, sizeof counts);
     hand_sampler(l, V, T, NOISE_GUMBEL, 562, counts);

@@ -7,7 +7,8 @@
 #include <string.h>
 
 #include "fs_test.h"
-#include "philox.h" /* fs_gumbel_token, fs_accept_uniform: the shared noise only */
+#include "philox.h" /* fs_block_words, fs_accept_uniform: the shared noise only */
+#include "record.h" /* FS_NOISE_BLOCK */
 
 double *ref_logits_stored(const void *logits, fs_dtype dt, int64_t rows, int64_t V)
 {
@@ -95,38 +96,137 @@ int32_t ref_row_logp(const double *l, int64_t V, const float *bias_row,
     return FS_ROW_OK;
 }
 
-/* Gumbel-max over log weights lw (-inf = excluded).  Returns the winner (-1
- * if none) and the runner-up key. */
-static int32_t gumbel_max(const double *lw, int64_t V, uint64_t seed, uint64_t offset,
-                          uint32_t pos, double *best_key, double *second_key)
+/* The library's sampler done naively in double (record.h): over log weights
+ * lw (-inf = excluded), each noise block b of FS_NOISE_BLOCK ids gets the key
+ * log(sum of its weights) + G_b; the best key wins (lowest block on ties) and
+ * the token inside it is the first whose cumulative in-block probability
+ * exceeds the block's second uniform. */
+typedef struct block_draw {
+    int32_t token;     /* -1 if no token has weight */
+    int64_t block;     /* winning block */
+    double best_key;   /* its key */
+    double second_key; /* best key among the other blocks (-inf if none) */
+    double target;     /* the in-block uniform */
+} block_draw;
+
+static double block_logweight(const double *lw, int64_t V, int64_t b)
 {
-    int32_t best = -1;
-    double bk = -INFINITY, sk = -INFINITY;
-    for (int64_t v = 0; v < V; ++v) {
-        if (!(lw[v] > -INFINITY))
-            continue;
-        double key = lw[v] + (double)fs_gumbel_token(seed, offset, pos, (int32_t)v);
-        if (best < 0 || key > bk) { /* strict: ties keep the lower id */
-            sk = bk;
-            bk = key;
-            best = (int32_t)v;
-        } else if (key > sk) {
-            sk = key;
-        }
-    }
-    if (best_key)
-        *best_key = bk;
-    if (second_key)
-        *second_key = sk;
-    return best;
+    int64_t lo = b * FS_NOISE_BLOCK, hi = lo + FS_NOISE_BLOCK < V ? lo + FS_NOISE_BLOCK : V;
+    double m = -INFINITY;
+    for (int64_t v = lo; v < hi; ++v)
+        if (lw[v] > m)
+            m = lw[v];
+    if (!(m > -INFINITY))
+        return -INFINITY;
+    double z = 0.0;
+    for (int64_t v = lo; v < hi; ++v)
+        if (lw[v] > -INFINITY)
+            z += exp(lw[v] - m);
+    return m + log(z);
 }
 
-static double gumbel_key(const double *lw, uint64_t seed, uint64_t offset, uint32_t pos,
-                         int32_t v)
+static double block_key(const double *lw, int64_t V, uint64_t seed, uint64_t offset,
+                        uint32_t pos, int64_t b, double *target)
 {
-    if (!(lw[v] > -INFINITY))
-        return -INFINITY;
-    return lw[v] + (double)fs_gumbel_token(seed, offset, pos, v);
+    uint32_t wg, wu;
+    fs_block_words(seed, offset, pos, (uint32_t)b, &wg, &wu);
+    if (target)
+        *target = (double)fs_uniform(wu);
+    double w = block_logweight(lw, V, b);
+    return w > -INFINITY ? w + (double)fs_gumbel(wg) : -INFINITY;
+}
+
+static block_draw block_gumbel(const double *lw, int64_t V, uint64_t seed, uint64_t offset,
+                               uint32_t pos)
+{
+    block_draw r = {-1, -1, -INFINITY, -INFINITY, 0.0};
+    double target = 0.0;
+    for (int64_t b = 0; b * FS_NOISE_BLOCK < V; ++b) {
+        double t, key = block_key(lw, V, seed, offset, pos, b, &t);
+        if (!(key > -INFINITY))
+            continue;
+        if (r.block < 0 || key > r.best_key) { /* strict: ties keep the lower block */
+            r.second_key = r.best_key;
+            r.best_key = key;
+            r.block = b;
+            target = t;
+        } else if (key > r.second_key) {
+            r.second_key = key;
+        }
+    }
+    if (r.block < 0)
+        return r;
+    r.target = target;
+    int64_t lo = r.block * FS_NOISE_BLOCK, hi = lo + FS_NOISE_BLOCK < V ? lo + FS_NOISE_BLOCK : V;
+    double lwb = block_logweight(lw, V, r.block), c = 0.0;
+    for (int64_t v = lo; v < hi; ++v) {
+        if (!(lw[v] > -INFINITY))
+            continue;
+        c += exp(lw[v] - lwb);
+        r.token = (int32_t)v;
+        if (target < c)
+            break;
+    }
+    return r;
+}
+
+/* The smallest distance of the in-block uniform to a boundary of the
+ * winner's cumulative interval that has another token behind it (how close
+ * the draw came to a neighbour inside its block). */
+static double block_cdf_margin(const double *lw, int64_t V, const block_draw *r)
+{
+    int64_t lo = r->block * FS_NOISE_BLOCK, hi = lo + FS_NOISE_BLOCK < V ? lo + FS_NOISE_BLOCK : V;
+    double lwb = block_logweight(lw, V, r->block), c = 0.0, c_lo = 0.0, c_hi = 0.0;
+    int before = 0, after = 0;
+    for (int64_t v = lo; v < hi; ++v) {
+        if (!(lw[v] > -INFINITY))
+            continue;
+        if (v < r->token) {
+            before = 1;
+        } else if (v == r->token) {
+            c_lo = c;
+            c_hi = c + exp(lw[v] - lwb);
+        } else {
+            after = 1;
+        }
+        c += exp(lw[v] - lwb);
+    }
+    double m = INFINITY;
+    if (before)
+        m = r->target - c_lo;
+    if (after)
+        m = fmin(m, c_hi - r->target);
+    return m;
+}
+
+/* Decision margin of a draw: how close it came to another outcome (the
+ * runner-up block's key, or a neighbour inside the block). */
+static double block_margin(const double *lw, int64_t V, const block_draw *r)
+{
+    return fmin(r->best_key - r->second_key, block_cdf_margin(lw, V, r));
+}
+
+/* How far `token` is from being the draw: 0 if it is; the key gap of its
+ * block if that block lost; the distance of the in-block uniform to its
+ * cumulative interval if its block won; inf if it has no weight. */
+static double block_gap(const double *lw, int64_t V, uint64_t seed, uint64_t offset,
+                        uint32_t pos, int32_t token)
+{
+    if (token < 0 || token >= V || !(lw[token] > -INFINITY))
+        return INFINITY;
+    block_draw r = block_gumbel(lw, V, seed, offset, pos);
+    if (r.token == token)
+        return 0.0;
+    int64_t b = token / FS_NOISE_BLOCK;
+    if (b != r.block)
+        return r.best_key - block_key(lw, V, seed, offset, pos, b, NULL);
+    int64_t lo = b * FS_NOISE_BLOCK;
+    double lwb = block_logweight(lw, V, b), c = 0.0;
+    for (int64_t v = lo; v < token; ++v)
+        if (lw[v] > -INFINITY)
+            c += exp(lw[v] - lwb);
+    double c1 = c + exp(lw[token] - lwb);
+    return r.target < c ? c - r.target : r.target - c1;
 }
 
 /* argmax of l + b over allowed (lowest id on ties); second = runner-up score */
@@ -189,16 +289,21 @@ void ref_sample(const double *logits, int64_t rows, int64_t V, const fs_sampling
             continue;
         }
         int32_t t;
-        double bk, sk;
-        if (T == 0.0)
+        double m;
+        if (T == 0.0) {
+            double bk, sk;
             t = greedy_max(l, V, bias_row(p, r, V), allowed_row(p, r, V), &bk, &sk);
-        else
-            t = gumbel_max(logp, V, p->seed[r], offset_of(p, r), 0, &bk, &sk);
+            m = bk - sk;
+        } else {
+            block_draw dr = block_gumbel(logp, V, p->seed[r], offset_of(p, r), 0);
+            t = dr.token;
+            m = block_margin(logp, V, &dr);
+        }
         tokens[r] = t;
         if (logprobs)
             logprobs[r] = logp[t];
         if (margin)
-            margin[r] = bk - sk;
+            margin[r] = m;
     }
     free(logp);
 }
@@ -210,18 +315,17 @@ double ref_sample_gap(const double *logits, int64_t V, const fs_sampling *p, int
         return INFINITY;
     const double *l = logits + r * V;
     double T = p->temperature[r];
-    double bk, key;
     if (T == 0.0) {
+        double bk, key;
         greedy_max(l, V, bias_row(p, r, V), allowed_row(p, r, V), &bk, NULL);
         key = ref_greedy_score(l, bias_row(p, r, V), allowed_row(p, r, V), token);
-    } else {
-        double *logp = malloc(sizeof(double) * (size_t)V);
-        ref_row_logp(l, V, bias_row(p, r, V), allowed_row(p, r, V), T, logp);
-        gumbel_max(logp, V, p->seed[r], offset_of(p, r), 0, &bk, NULL);
-        key = gumbel_key(logp, p->seed[r], offset_of(p, r), 0, token);
-        free(logp);
+        return key > -INFINITY ? bk - key : INFINITY;
     }
-    return key > -INFINITY ? bk - key : INFINITY;
+    double *logp = malloc(sizeof(double) * (size_t)V);
+    ref_row_logp(l, V, bias_row(p, r, V), allowed_row(p, r, V), T, logp);
+    double gap = block_gap(logp, V, p->seed[r], offset_of(p, r), 0, token);
+    free(logp);
+    return gap;
 }
 
 void ref_argmax(const double *logits, int64_t rows, int64_t V, int32_t *tokens, double *values,
@@ -336,9 +440,9 @@ static int decide(const double *logits, int64_t V, const fs_drafts *d, const fs_
     } else {
         memcpy(resid, logp, sizeof(double) * (size_t)V);
     }
-    double bk, sk;
-    *emit = gumbel_max(resid, V, seed, off, (uint32_t)j, &bk, &sk);
-    *emit_margin = bk - sk;
+    block_draw dr = block_gumbel(resid, V, seed, off, (uint32_t)j);
+    *emit = dr.token;
+    *emit_margin = block_margin(resid, V, &dr);
     return 0;
 }
 
@@ -435,10 +539,7 @@ double ref_verify_gap(const double *logits, int64_t V, const fs_drafts *d, const
                                          allowed_row(p, row, V), o);
             gap = so > -INFINITY ? bs - so : INFINITY;
         } else {
-            double bk;
-            gumbel_max(resid, V, p->seed[r], offset_of(p, r), (uint32_t)j, &bk, NULL);
-            double ko = gumbel_key(resid, p->seed[r], offset_of(p, r), (uint32_t)j, o);
-            gap = ko > -INFINITY ? bk - ko : INFINITY;
+            gap = block_gap(resid, V, p->seed[r], offset_of(p, r), (uint32_t)j, o);
         }
         goto done;
     }

@@ -5,12 +5,15 @@
  * (hidden . W over inputs widened from f32/f16/bf16, or the stored logits),
  * the target distribution is materialised as explicit probabilities, and each
  * op is done the textbook way with the SAME noise as the library:
- *   sample   argmax_i log p_i + fs_gumbel_token(seed, offset, 0, i)
+ *   sample   two-level Gumbel-max (record.h): each noise block b of
+ *            FS_NOISE_BLOCK ids gets key log(sum_{i in b} p_i) + G_b from
+ *            fs_block_words(seed, offset, 0, b); the best block wins and the
+ *            token inside it is drawn by inverse CDF of p restricted to it
  *   argmax   argmax_i l_i (lowest id on ties)
  *   verify   accept draft j iff fs_accept_uniform(seed, offset, j) <= p_j(x_j);
  *            on rejection materialise the residual r = p_j with x_j zeroed,
- *            renormalised, and take argmax_i log r_i + fs_gumbel_token(.., j, i);
- *            if all n drafts are accepted, Gumbel-max of p_n at position n.
+ *            renormalised, and draw from it as sample does, at position j;
+ *            if all n drafts are accepted, draw from p_n at position n.
  * At T = 0 every choice is the argmax of l + b over the allowed tokens.
  * Nothing here uses the library's scan, records or finalizers. */
 #ifndef NAIVE_REF_H
@@ -44,13 +47,16 @@ int32_t ref_row_logp(const double *l, int64_t V, const float *bias_row,
 double ref_greedy_score(const double *l, const float *bias_row, const uint32_t *allowed_row,
                         int64_t v);
 
-/* sample over full logits [rows, V].  margin[r] (optional): the gap between
- * the winning key and the runner-up (inf when there is none). */
+/* sample over full logits [rows, V].  margin[r] (optional): how close the
+ * draw came to another outcome: the gap between the winning block key and the
+ * runner-up, or the distance of the in-block uniform to a neighbour's
+ * cumulative boundary (inf when there is no other outcome). */
 void ref_sample(const double *logits, int64_t rows, int64_t V, const fs_sampling *p,
                 int32_t *tokens, double *logprobs, int32_t *status, double *margin);
 
-/* How far `token` is from winning row r's sample (key of the winner minus
- * key of token; 0 if it is the winner, inf if it cannot be drawn). */
+/* How far `token` is from winning row r's sample: 0 if it is the winner,
+ * inf if it cannot be drawn, the key gap of its block if that block lost,
+ * else the distance of the in-block uniform to its cumulative interval. */
 double ref_sample_gap(const double *logits, int64_t V, const fs_sampling *p, int64_t r,
                       int32_t token);
 

@@ -1,0 +1,132 @@
+/* The end of a fused op inside the scan kernel: the CTA that finishes last
+ * merges every row's records and runs the op's finalizer, so a whole op is
+ * one scan launch (after the small prep kernel) instead of scan + merge +
+ * finalize.  At small row counts those two launches cost about as much as
+ * the 5% the fused op may spend on top of the matmul.
+ *
+ * "Last" is decided by an atomic counter that the prep kernel zeroes; the
+ * scan reads prep's output only after griddepcontrol.wait, so the zero is
+ * visible.  Each CTA makes its records visible (__threadfence) before it
+ * counts itself, and the last one fences again before reading them.  The
+ * merge order is fixed (slot order within a lane, then a butterfly), so the
+ * result does not depend on which CTA came last. */
+#ifndef FS_OP_TAIL_CUH
+#define FS_OP_TAIL_CUH
+
+#include <stdint.h>
+
+#include "cuda_common.cuh"
+
+/* Finalize one sample or argmax row from its merged record.  Rows whose
+ * temperature was bad keep their pre-scan status (fs_finalize_sample reads it). */
+static __device__ __forceinline__ void fs_finalize_row(int op, const fs_record &rec,
+                                                       const fs_row_desc &d, int32_t pre_status,
+                                                       int64_t row, int32_t *out_tokens,
+                                                       float *out_values, int32_t *out_row_status)
+{
+    int32_t tok, st = pre_status;
+    float v;
+    if (op == FS_OP_SAMPLE)
+        fs_finalize_sample(&rec, &d, &tok, &v, &st);
+    else
+        fs_finalize_argmax(&rec, &tok, &v, &st);
+    out_tokens[row] = tok;
+    if (out_values)
+        out_values[row] = v;
+    out_row_status[row] = st;
+}
+
+/* verify: request r walks its n_r + 1 merged records (row_recs). */
+static __device__ __forceinline__ void fs_finalize_request(
+    int64_t r, const fs_record *row_recs, const fs_row_desc *descs, const int32_t *pre_status,
+    const int32_t *offsets, const int32_t *drafts, int64_t stride, int32_t *out_tokens,
+    float *out_logprobs, int32_t *out_num_emitted, int32_t *out_row_status)
+{
+    int32_t st = pre_status[r];
+    int ok = st == FS_ROW_OK;
+    int64_t begin = ok ? offsets[r] : 0;
+    int64_t n = ok ? offsets[r + 1] - begin : 0;
+    int32_t emitted;
+    fs_finalize_verify(ok ? row_recs + begin + r : nullptr, ok ? descs + begin + r : nullptr,
+                       ok ? drafts + begin : nullptr, n, stride, out_tokens + r * stride,
+                       out_logprobs ? out_logprobs + r * stride : nullptr, &emitted, &st);
+    out_num_emitted[r] = emitted;
+    out_row_status[r] = st;
+}
+
+/* Merge lane-strided records recs[0 .. n) (fixed order) and reduce the warp:
+ * every lane ends with the merge of all n. */
+static __device__ __forceinline__ fs_record fs_merge_strided(const fs_record *recs, int64_t n,
+                                                             int lane)
+{
+    constexpr int BATCH = 4;
+    fs_record acc;
+    fs_record_init(&acc);
+    for (int64_t k0 = lane; k0 < n; k0 += 32 * BATCH) {
+        fs_record r[BATCH];
+#pragma unroll
+        for (int i = 0; i < BATCH; ++i) {
+            const int64_t k = k0 + 32 * i;
+            if (k < n) {
+                const float4 *p = reinterpret_cast<const float4 *>(recs + k);
+                float4 x = __ldcg(p), y = __ldcg(p + 1);
+                reinterpret_cast<float4 *>(&r[i])[0] = x;
+                reinterpret_cast<float4 *>(&r[i])[1] = y;
+            } else {
+                fs_record_init(&r[i]);
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < BATCH; ++i)
+            fs_record_merge(&acc, &r[i]);
+    }
+    fs_record_warp_reduce(&acc);
+    return acc;
+}
+
+static __device__ __forceinline__ void fs_named_bar(int id, int threads)
+{
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+/* Run by `threads` threads of every CTA (tid 0 .. threads - 1, whole warps,
+ * synchronised by named barrier bar_id) after each has written its records:
+ * recs[row * n_recs + k], k < n_recs.  flag: a shared word. */
+static __device__ __forceinline__ void fs_op_tail(const fs_tail_args &t, const fs_record *recs,
+                                                  int64_t n_recs, int64_t rows,
+                                                  const fs_row_desc *descs, int tid, int threads,
+                                                  int bar_id, unsigned int *flag)
+{
+    __threadfence();
+    fs_named_bar(bar_id, threads);
+    if (tid == 0)
+        *flag = atomicAdd(t.counter, 1u) == gridDim.x - 1 ? 1u : 0u;
+    fs_named_bar(bar_id, threads);
+    if (!*flag)
+        return;
+    __threadfence();
+    const int lane = tid & 31, warp = tid >> 5, warps = threads >> 5;
+    const bool fin_rows = t.op == FS_OP_SAMPLE || t.op == FS_OP_ARGMAX;
+    for (int64_t row = warp; row < rows; row += warps) {
+        const fs_record rec = fs_merge_strided(recs + row * n_recs, n_recs, lane);
+        if (lane != 0)
+            continue;
+        if (fin_rows)
+            fs_finalize_row(t.op, rec, descs[row], t.pre_status[row], row, t.out_tokens,
+                            t.out_values, t.out_row_status);
+        else
+            t.row_recs[row] = rec;
+    }
+    if (t.op == FS_OP_VERIFY) {
+        /* the walk reads row records this CTA just wrote */
+        __threadfence_block();
+        fs_named_bar(bar_id, threads);
+        for (int64_t r = tid; r < t.num_requests; r += threads)
+            fs_finalize_request(r, t.row_recs, descs, t.pre_status, t.offsets, t.drafts, t.stride,
+                                t.out_tokens, t.out_values, t.out_num_emitted, t.out_row_status);
+    }
+    if (tid == 0)
+        *t.counter = 0u;
+}
+
+#endif
