@@ -91,11 +91,15 @@ static __device__ __forceinline__ void fs_named_bar(int id, int threads)
 
 /* Run by `threads` threads of every CTA (tid 0 .. threads - 1, whole warps,
  * synchronised by named barrier bar_id) after each has written its records:
- * recs[row * n_recs + k], k < n_recs.  flag: a shared word. */
+ * recs[row * n_recs + k], k < n_recs.  flag: a shared word; scratch: shared
+ * memory no longer in use, for scratch_recs records (verify's walk reads the
+ * merged records from there when they fit: one global round trip fewer per
+ * step of a latency-bound walk). */
 static __device__ __forceinline__ void fs_op_tail(const fs_tail_args &t, const fs_record *recs,
                                                   int64_t n_recs, int64_t rows,
                                                   const fs_row_desc *descs, int tid, int threads,
-                                                  int bar_id, unsigned int *flag)
+                                                  int bar_id, unsigned int *flag,
+                                                  fs_record *scratch, int64_t scratch_recs)
 {
     __threadfence();
     fs_named_bar(bar_id, threads);
@@ -107,6 +111,7 @@ static __device__ __forceinline__ void fs_op_tail(const fs_tail_args &t, const f
     __threadfence();
     const int lane = tid & 31, warp = tid >> 5, warps = threads >> 5;
     const bool fin_rows = t.op == FS_OP_SAMPLE || t.op == FS_OP_ARGMAX;
+    fs_record *merged = t.op == FS_OP_VERIFY && rows <= scratch_recs ? scratch : t.row_recs;
     for (int64_t row = warp; row < rows; row += warps) {
         const fs_record rec = fs_merge_strided(recs + row * n_recs, n_recs, lane);
         if (lane != 0)
@@ -115,14 +120,14 @@ static __device__ __forceinline__ void fs_op_tail(const fs_tail_args &t, const f
             fs_finalize_row(t.op, rec, descs[row], t.pre_status[row], row, t.out_tokens,
                             t.out_values, t.out_row_status);
         else
-            t.row_recs[row] = rec;
+            merged[row] = rec;
     }
     if (t.op == FS_OP_VERIFY) {
         /* the walk reads row records this CTA just wrote */
         __threadfence_block();
         fs_named_bar(bar_id, threads);
         for (int64_t r = tid; r < t.num_requests; r += threads)
-            fs_finalize_request(r, t.row_recs, descs, t.pre_status, t.offsets, t.drafts, t.stride,
+            fs_finalize_request(r, merged, descs, t.pre_status, t.offsets, t.drafts, t.stride,
                                 t.out_tokens, t.out_values, t.out_num_emitted, t.out_row_status);
     }
     if (tid == 0)

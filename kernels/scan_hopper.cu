@@ -267,7 +267,9 @@ __global__ void __launch_bounds__(THREADS, 1)
             mma_kblock<BN, BF16>(acc, aw, ah, kb == 0);
             wg_commit();
             fence_acc(acc);
-            if (pending && done < C::UNITS) {
+            /* the pending tile's blocks, spread evenly over this tile's
+               k-blocks so that no k-block waits long for its consumer */
+            if (pending && done < C::UNITS && kb * C::UNITS >= done * KB) {
                 const int to = done + per_kb < C::UNITS ? done + per_kb : C::UNITS;
                 epi_blocks<BN>(e, epi, rr, q, done, to, a);
                 done = to;
@@ -318,7 +320,9 @@ __global__ void __launch_bounds__(THREADS, 1)
             a.recs[e.row * a.n_recs + blockIdx.x] = e.rec;
     }
     if (a.tail_on)
-        fs_op_tail(a.tail, a.recs, a.n_recs, a.rows, a.descs, ct, NCT, 1, tail_flag);
+        fs_op_tail(a.tail, a.recs, a.n_recs, a.rows, a.descs, ct, NCT, 1, tail_flag,
+                   reinterpret_cast<fs_record *>(smem), /* the stages: all consumed */
+                   (C::STAGES * C::STAGE_BYTES) / (int)sizeof(fs_record));
 #undef FSH_FULL
 #undef FSH_EMPTY
 }

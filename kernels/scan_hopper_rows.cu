@@ -115,31 +115,32 @@ __device__ __forceinline__ float quad_max(float x)
 /* Accumulator of row HALF, column 8 j + 2 gc + e. */
 #define FSHR_ACC(j, e) acc[4 * (j) + 2 * HALF + (e)]
 
-/* The thread's 64 scores of one row, in place (-inf: not a candidate of
- * anything), and the exceptional tokens: the excluded one leaves the
- * noise (its score goes into the record alone), the selected one's score is
- * kept, non-finite ones flag the record.  Slow paths only where a warp needs
- * them. */
+/* 2^x on the special-function unit (what __expf uses). */
+__device__ __forceinline__ float ex2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+/* The epilogue works in logit units: a token's score is v * it (it = 1/T),
+ * where v is its logit (plus its bias when the call has a bias; -inf when
+ * masked, out of range or removed), so the fast path writes nothing back and
+ * exp(s - m) is one FFMA and one ex2.  This makes v ready in place: masks,
+ * bias and the tile's range, and the exceptional tokens -- the excluded one
+ * leaves (its score goes into the record alone), the selected one's score is
+ * kept.  Slow paths only where a warp needs them. */
 template <int HALF>
-__device__ __forceinline__ void scores(RowState &r, float (&acc)[128], int64_t v0, int ncols,
-                                       int gc, const Args &a)
+__device__ __forceinline__ void prepare(RowState &r, float (&acc)[128], int64_t v0, int ncols,
+                                        int gc, const Args &a)
 {
     const int64_t g0 = a.vocab_offset + v0;
-    if (!a.allowed && !a.bias) {
-        /* column 8 j + 2 gc + e is in range iff 8 j + e < lim */
-        const int lim = r.scan ? ncols - 2 * gc : 0;
-        const float it = r.d->inv_temp;
-#pragma unroll
-        for (int j = 0; j < 32; ++j)
-#pragma unroll
-            for (int e = 0; e < 2; ++e)
-                FSHR_ACC(j, e) = 8 * j + e < lim ? fs_score(FSHR_ACC(j, e), 0.0f, it) : -INFINITY;
-    } else {
+    const float it = r.d->inv_temp;
+    if (a.allowed || a.bias) {
         /* ids fit in 32 bits (global_vocab <= INT32_MAX) */
         const uint32_t *arow = a.allowed ? a.allowed + (int64_t)r.row * a.words : nullptr;
         const float *brow = a.bias ? a.bias + (int64_t)r.row * a.global_vocab : nullptr;
         const int id0 = (int)g0 + 2 * gc;
-        const float it = r.d->inv_temp;
 #pragma unroll
         for (int j = 0; j < 32; ++j) {
 #pragma unroll
@@ -151,12 +152,20 @@ __device__ __forceinline__ void scores(RowState &r, float (&acc)[128], int64_t v
                     ok = (__ldg(&arow[id >> 5]) >> (id & 31)) & 1u;
                 if (ok && brow)
                     b = __ldg(&brow[id]);
-                FSHR_ACC(j, e) = ok ? fs_score(FSHR_ACC(j, e), b, it) : -INFINITY;
+                FSHR_ACC(j, e) = ok ? FSHR_ACC(j, e) + b : -INFINITY;
             }
             /* keep the compiler from hoisting all 64 loads at once */
             if ((j & 3) == 3)
                 asm volatile("" ::: "memory");
         }
+    } else if (ncols < BV) {
+        /* column 8 j + 2 gc + e is in range iff 8 j + e < lim */
+        const int lim = ncols - 2 * gc;
+#pragma unroll
+        for (int j = 0; j < 32; ++j)
+#pragma unroll
+            for (int e = 0; e < 2; ++e)
+                FSHR_ACC(j, e) = 8 * j + e < lim ? FSHR_ACC(j, e) : -INFINITY;
     }
     /* the excluded / selected token, if this thread holds it in this tile */
     const int64_t cx = (int64_t)r.d->excluded - g0, cs = (int64_t)r.d->selected - g0;
@@ -168,7 +177,7 @@ __device__ __forceinline__ void scores(RowState &r, float (&acc)[128], int64_t v
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
                 const int col = 8 * j + 2 * gc + e;
-                const float x = FSHR_ACC(j, e);
+                const float x = fs_score(FSHR_ACC(j, e), 0.0f, it);
                 if (hs && col == cs && x > -INFINITY && x < INFINITY)
                     r.rec.sel_s = x;
                 if (hx && col == cx) {
@@ -179,33 +188,40 @@ __device__ __forceinline__ void scores(RowState &r, float (&acc)[128], int64_t v
     }
 }
 
-/* The thread's max, argmax and per-block sums S4[k] of exp(s - max) over
- * its tokens (4 per block). */
+/* The thread's max m (logit units) and its lowest column, and per-block
+ * sums S4[k] of exp(s - m * it) over its 4 tokens of block k.  Max and argmax
+ * run as 8 independent chains: one chain of 64 compares is latency-bound. */
 template <int HALF>
-__device__ __forceinline__ void lse_part(const float (&acc)[128], int64_t g0, int gc, float &m,
-                                         int32_t &mid, float (&S4)[NB])
+__device__ __forceinline__ void lse_part(const float (&acc)[128], float c, float &m, int &mcol,
+                                         int gc, float (&S4)[NB])
 {
-    m = -INFINITY;
-    mid = -1;
+    float mk[8];
 #pragma unroll
-    for (int j = 0; j < 32; ++j)
+    for (int k = 0; k < 8; ++k)
+        mk[k] = fmaxf(fmaxf(FSHR_ACC(k, 0), FSHR_ACC(k, 1)), fmaxf(FSHR_ACC(k + 8, 0), FSHR_ACC(k + 8, 1)));
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-            const float x = FSHR_ACC(j, e);
-            if (x > m) { /* columns ascend: strict > keeps the lowest id */
-                m = x;
-                mid = (int32_t)(g0 + 8 * j + 2 * gc + e);
-            }
-        }
-    const float ref = m > -INFINITY ? m : 0.0f;
+    for (int k = 0; k < 8; ++k)
+        mk[k] = fmaxf(mk[k], fmaxf(fmaxf(FSHR_ACC(k + 16, 0), FSHR_ACC(k + 16, 1)),
+                                   fmaxf(FSHR_ACC(k + 24, 0), FSHR_ACC(k + 24, 1))));
+    m = fmaxf(fmaxf(fmaxf(mk[0], mk[1]), fmaxf(mk[2], mk[3])),
+              fmaxf(fmaxf(mk[4], mk[5]), fmaxf(mk[6], mk[7])));
+    /* the lowest column holding m: columns ascend with (j, e) */
+    int ck[8];
 #pragma unroll
-    for (int k = 0; k < NB; ++k) {
-        S4[k] = fs_exp(FSHR_ACC(2 * k, 0) - ref) + fs_exp(FSHR_ACC(2 * k, 1) - ref) +
-                fs_exp(FSHR_ACC(2 * k + 1, 0) - ref) + fs_exp(FSHR_ACC(2 * k + 1, 1) - ref);
-        /* a few blocks at a time: all 64 exponentials in flight spill */
-        if ((k & 3) == 3)
-            asm volatile("" ::: "memory");
+    for (int k = 0; k < 8; ++k) {
+        ck[k] = 1 << 20;
+#pragma unroll
+        for (int q = 3; q >= 0; --q)
+#pragma unroll
+            for (int e = 1; e >= 0; --e)
+                ck[k] = FSHR_ACC(k + 8 * q, e) == m ? 8 * (k + 8 * q) + 2 * gc + e : ck[k];
     }
+    mcol = min(min(min(ck[0], ck[1]), min(ck[2], ck[3])), min(min(ck[4], ck[5]), min(ck[6], ck[7])));
+    const float nb = m > -INFINITY ? -m * c : 0.0f;
+#pragma unroll
+    for (int k = 0; k < NB; ++k)
+        S4[k] = (ex2(fmaf(FSHR_ACC(2 * k, 0), c, nb)) + ex2(fmaf(FSHR_ACC(2 * k, 1), c, nb))) +
+                (ex2(fmaf(FSHR_ACC(2 * k + 1, 0), c, nb)) + ex2(fmaf(FSHR_ACC(2 * k + 1, 1), c, nb)));
 }
 
 /* Reduce-scatter of the quad's block sums: lane gc ends with the whole sums
@@ -242,15 +258,16 @@ __device__ __forceinline__ int own_block(int gc, int i)
 
 /* Inverse CDF inside local block K (any lane's value, the same in the
  * quad) of this row, run by the whole quad with target T (relative to the
- * quad reference M): every lane returns the chosen column (-1 if the block
- * has no weight) and the score of that token.  Token order: first half
+ * quad reference: weights exp2(v c + nb), nb = -M c in logit units): every
+ * lane returns the chosen column (-1 if the block has no weight) and that
+ * token's value v.  Token order: first half
  * (columns 16K + 0..7: lane 0's two, lane 1's, ...), then the second half
  * (16K + 8..15).  The accumulators are read through selects on K so that
  * every lane runs the same code (reading them on a divergent path would
  * serialise the next tile's wgmma). */
 template <int HALF>
-__device__ __forceinline__ int quad_pick(const float (&acc)[128], int K, float M, int gc, float T,
-                                         float *score)
+__device__ __forceinline__ int quad_pick(const float (&acc)[128], int K, float c, float nb, int gc,
+                                         float T, float *value)
 {
     float x0 = -INFINITY, x1 = -INFINITY, x2 = -INFINITY, x3 = -INFINITY;
 #pragma unroll
@@ -260,7 +277,8 @@ __device__ __forceinline__ int quad_pick(const float (&acc)[128], int K, float M
         x2 = k == K ? FSHR_ACC(2 * k + 1, 0) : x2;
         x3 = k == K ? FSHR_ACC(2 * k + 1, 1) : x3;
     }
-    const float w0 = fs_exp(x0 - M), w1 = fs_exp(x1 - M), w2 = fs_exp(x2 - M), w3 = fs_exp(x3 - M);
+    const float w0 = ex2(fmaf(x0, c, nb)), w1 = ex2(fmaf(x1, c, nb));
+    const float w2 = ex2(fmaf(x2, c, nb)), w3 = ex2(fmaf(x3, c, nb));
     /* inclusive scans across the quad of each half's pair sums */
     const float ha = w0 + w1, hb = w2 + w3;
     float sa = ha, sb = hb;
@@ -291,7 +309,7 @@ __device__ __forceinline__ int quad_pick(const float (&acc)[128], int K, float M
     /* its score, from the lane that holds order position p */
     const int h = (p & 7) >> 1, second = p >> 3, e = p & 1;
     const float mine = second ? (e ? x3 : x2) : (e ? x1 : x0);
-    *score = __shfl_sync(0xffffffffu, mine, ((threadIdx.x & 31) & ~3) + h);
+    *value = __shfl_sync(0xffffffffu, mine, ((threadIdx.x & 31) & ~3) + h);
     return pos ? 16 * K + p : -1; /* order position p is column 16 K + p */
 }
 
@@ -300,8 +318,10 @@ __device__ __forceinline__ int quad_pick(const float (&acc)[128], int K, float M
  * tile's best block can).  Whole warps call this. */
 template <int HALF>
 __device__ __forceinline__ void noise(RowState &r, const float (&acc)[128], int64_t g0, int gc,
-                                      float M, const float (&own)[4])
+                                      float Ml, float c, float it, const float (&own)[4])
 {
+    /* the quad reference in score units (own[] are sums of exp(s - M)) */
+    const float M = Ml * it, nb = Ml > -INFINITY ? -Ml * c : 0.0f;
     /* global block of local block 0 (a multiple of 16 when the shard offset
        is) and the Philox words of the owned blocks */
     const uint32_t B0 = (uint32_t)(g0 / FS_NOISE_BLOCK);
@@ -353,8 +373,9 @@ __device__ __forceinline__ void noise(RowState &r, const float (&acc)[128], int6
             bT = oT;
         }
     }
-    float sc;
-    const int col = quad_pick<HALF>(acc, bb, M, gc, bT, &sc);
+    float vc;
+    const int col = quad_pick<HALF>(acc, bb, c, nb, gc, bT, &vc);
+    const float sc = fs_score(vc, 0.0f, it);
     if (col >= 0 && bb < NB && (bk > r.bar || bk == r.bar)) {
         const int32_t id = (int32_t)(g0 + col);
         if (fs_beats(bk, id, r.rec.best_key, r.rec.best_id)) {
@@ -372,31 +393,34 @@ __device__ __forceinline__ void row_tile(RowState &r, float (&acc)[128], int64_t
                                          int gc, const Args &a)
 {
     const int64_t g0 = a.vocab_offset + v0;
-    scores<HALF>(r, acc, v0, ncols, gc, a);
+    prepare<HALF>(r, acc, v0, ncols, gc, a);
+    const float it = r.d->inv_temp, c = it * 1.4426950408889634f;
     float m, S4[NB];
-    int32_t mid;
-    lse_part<HALF>(acc, g0, gc, m, mid, S4);
+    int mcol;
+    lse_part<HALF>(acc, c, m, mcol, gc, S4);
     float tot = 0.0f;
 #pragma unroll
     for (int k = 0; k < NB; ++k)
         tot += S4[k];
-    /* a NaN or +inf score makes the max infinite or the sum NaN: the row's
+    /* a NaN or +inf value makes the max infinite or the sum NaN: the row's
        status is then FS_ROW_NONFINITE whatever else the record holds */
-    if (m == INFINITY || !(tot == tot))
-        r.rec.flags |= FS_REC_NONFINITE;
-    else if (mid >= 0)
-        fs_record_add_lse(&r.rec, m, mid, tot);
+    if (r.scan) {
+        if (m == INFINITY || !(tot == tot))
+            r.rec.flags |= FS_REC_NONFINITE;
+        else if (m > -INFINITY)
+            fs_record_add_lse(&r.rec, fs_score(m, 0.0f, it), (int32_t)(g0 + mcol), tot);
+    }
     if (!__any_sync(0xffffffffu, r.noisy))
         return;
     /* the quad's common reference for the block sums */
-    const float M = quad_max(m);
-    const float f = m > -INFINITY ? fs_exp(m - M) : 0.0f;
+    const float Ml = quad_max(m);
+    const float f = m > -INFINITY ? ex2((m - Ml) * c) : 0.0f;
 #pragma unroll
     for (int k = 0; k < NB; ++k)
         S4[k] *= f;
     float own[4];
     reduce_scatter(S4, gc, own);
-    noise<HALF>(r, acc, g0, gc, M, own);
+    noise<HALF>(r, acc, g0, gc, Ml, c, it, own);
 }
 
 #undef FSHR_ACC
@@ -556,7 +580,9 @@ __global__ void __launch_bounds__(THREADS, 1)
     row_finish(r0, gc, slot, a);
     row_finish(r1, gc, slot, a);
     if (a.tail_on)
-        fs_op_tail(a.tail, a.recs, a.slots, a.rows, a.descs, ct, NCT, 1, tail_flag);
+        fs_op_tail(a.tail, a.recs, a.slots, a.rows, a.descs, ct, NCT, 1, tail_flag,
+                   reinterpret_cast<fs_record *>(smem), /* the stages: all consumed */
+                   (STAGES * STAGE_BYTES) / (int)sizeof(fs_record));
 #undef FSHR_FULL
 #undef FSHR_EMPTY
 }
