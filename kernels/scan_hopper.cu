@@ -5,9 +5,10 @@
  *   CTA        1 producer warp (TMA) + 2 consumer warpgroups (wgmma), 288
  *              threads, one CTA per SM, persistent over the vocabulary tiles
  *              (128 tokens each) of the one row block of BN >= rows rows.
- *   pipeline   STAGES x { W tile 128 x 64, H tile BN x 64 } in shared memory,
- *              loaded by cp.async.bulk.tensor with the 128-byte swizzle (one
- *              64-element bf16 row = 128 bytes), full/empty mbarriers.
+ *   pipeline   STAGES x KS x { W tile 128 x 64, H tile BN x 64 } in shared
+ *              memory (KS = 2 k-boxes per stage up to 64 rows, else 1), loaded
+ *              by cp.async.bulk.tensor with the 128-byte swizzle (one 64-element
+ *              bf16 row = 128 bytes), full/empty mbarriers.
  *   MMA        each consumer warpgroup: wgmma m64nBNk16, A = its 64 W rows
  *              (K-major), B = the H tile (K-major), fp32 accumulators in
  *              registers (BN / 2 per thread).
@@ -59,8 +60,15 @@ constexpr int LDS = BM;              /* epilogue buffer pitch (floats), XOR-swiz
 constexpr int MAX_STAGES = 12;
 
 template <int BN> struct Cfg {
-    static constexpr int W_BYTES = BM * BK * 2;
-    static constexpr int H_BYTES = BN * BK * 2;
+    /* k-boxes (64 wide) per stage: two for narrow row blocks, so that each W
+       row is read 256 contiguous bytes at a time (DRAM streams better than
+       with 128-byte pieces); one for wide ones, which need the room for
+       stages */
+    static constexpr int KS = BN <= 64 ? 2 : 1;
+    static constexpr int WBOX = BM * BK * 2;
+    static constexpr int HBOX = BN * BK * 2;
+    static constexpr int W_BYTES = KS * WBOX;
+    static constexpr int H_BYTES = KS * HBOX;
     static constexpr int STAGE_BYTES = W_BYTES + H_BYTES;
     static constexpr int EPI_BYTES = BN * LDS * 4;
     static constexpr int BAR_BYTES = 2 * MAX_STAGES * 8 + 16;
@@ -210,8 +218,14 @@ __global__ void __launch_bounds__(THREADS, 1)
                 for (int kb = 0; kb < KB; ++kb) {
                     mbar_wait(FSH_EMPTY(s), ph ^ 1u);
                     mbar_expect_tx(FSH_FULL(s), (uint32_t)C::STAGE_BYTES);
-                    tma_load_2d(sW + s * C::W_BYTES, &tmw, kb * BK, vt * BM, FSH_FULL(s), pol_w);
-                    tma_load_2d(sH + s * C::H_BYTES, &tmh, kb * BK, 0, FSH_FULL(s), pol_h);
+#pragma unroll
+                    for (int h = 0; h < C::KS; ++h) {
+                        const int k = (kb * C::KS + h) * BK; /* past D: zero fill */
+                        tma_load_2d(sW + s * C::W_BYTES + h * C::WBOX, &tmw, k, vt * BM,
+                                    FSH_FULL(s), pol_w);
+                        tma_load_2d(sH + s * C::H_BYTES + h * C::HBOX, &tmh, k, 0, FSH_FULL(s),
+                                    pol_h);
+                    }
                     if (++s == C::STAGES) {
                         s = 0;
                         ph ^= 1u;
@@ -264,7 +278,9 @@ __global__ void __launch_bounds__(THREADS, 1)
             const uint32_t ah = sH + s * C::H_BYTES;
             fence_acc(acc);
             wg_fence();
-            mma_kblock<BN, BF16>(acc, aw, ah, kb == 0);
+#pragma unroll
+            for (int h = 0; h < C::KS; ++h)
+                mma_kblock<BN, BF16>(acc, aw + h * C::WBOX, ah + h * C::HBOX, kb == 0 && h == 0);
             wg_commit();
             fence_acc(acc);
             /* the pending tile's blocks, spread evenly over this tile's
@@ -358,16 +374,18 @@ cudaError_t launch(const CUtensorMap &tw, const void *H, int is_bf16, int64_t D,
     cudaError_t e = make_map(&th, H, is_bf16, D, rows, BN);
     if (e != cudaSuccess)
         return e;
+    Args a = a0;
+    a.kblocks = (a0.kblocks + Cfg<BN>::KS - 1) / Cfg<BN>::KS; /* stages per tile */
     /* programmatic launch: overlaps the prep kernel (see fs_pdl_wait above) */
     fs_pdl_config pc(dim3((unsigned)grid), dim3(THREADS), Cfg<BN>::SMEM, stream, true);
     if (is_bf16) {
         if ((e = configure<BN, true>(device)) != cudaSuccess)
             return e;
-        e = cudaLaunchKernelEx(&pc.cfg, fsh_scan_kernel<BN, true>, tw, th, a0);
+        e = cudaLaunchKernelEx(&pc.cfg, fsh_scan_kernel<BN, true>, tw, th, a);
     } else {
         if ((e = configure<BN, false>(device)) != cudaSuccess)
             return e;
-        e = cudaLaunchKernelEx(&pc.cfg, fsh_scan_kernel<BN, false>, tw, th, a0);
+        e = cudaLaunchKernelEx(&pc.cfg, fsh_scan_kernel<BN, false>, tw, th, a);
     }
     return e != cudaSuccess ? e : cudaGetLastError();
 }
@@ -481,7 +499,7 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
     a.global_vocab = global_vocab;
     a.words = (global_vocab + 31) / 32;
     a.n_items = (int)num_tiles(V_local);
-    a.kblocks = (int)((D + BK - 1) / BK);
+    a.kblocks = (int)((D + BK - 1) / BK); /* per-stage count: see launch() */
     /* one row block: a W tile is dead after its only use */
     a.w_evict_first = 1;
     a.tail_on = tail ? 1 : 0;
