@@ -497,13 +497,10 @@ __global__ void __launch_bounds__(THREADS, 1)
     const int n_tiles = (u1 - u0 + 1) / 2;
     const int steps = n_tiles * KB;
     const bool producer = threadIdx.x == 0;
-    /* warpgroup 1 of a last row block with at most 64 rows has only padding
-       rows: it skips the tensor work and the stages do not wait for it */
-    const bool wg1_live = rb * BR + 64 < a.rows;
     if (producer) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(FSHR_FULL(s), 1);
-            mbar_init(FSHR_EMPTY(s), wg1_live ? NCW : NCW / 2);
+            mbar_init(FSHR_EMPTY(s), NCW);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
         asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmw)) : "memory");
@@ -538,52 +535,50 @@ __global__ void __launch_bounds__(THREADS, 1)
     row_init(r0, rb * BR + lr, s_desc, lr, a);
     row_init(r1, rb * BR + lr + 8, s_desc, lr + 8, a);
 
-    if (cw == 0 || wg1_live) {
-        float acc[128];
+    float acc[128];
 #pragma unroll
-        for (int i = 0; i < 128; ++i)
-            acc[i] = 0.0f;
-        /* step i's stage is free once all live warps are past it: refill it
-           with step i + STAGES */
-        auto release = [&](int i) {
-            const int ps = i % STAGES;
-            if (lane == 0)
-                mbar_arrive(FSHR_EMPTY(ps));
-            if (producer && i + STAGES < steps) {
-                mbar_wait(FSHR_EMPTY(ps), (uint32_t)(i / STAGES) & 1u);
-                issue_step(i + STAGES, &tmw, &tmh, sW, sH, FSHR_FULL(ps), rb, u0, u1, a);
-            }
-            __syncwarp();
-        };
-        int j = 0; /* next step */
-        for (int t = 0; t < n_tiles; ++t) {
-            for (int kb = 0; kb < KB; ++kb, ++j) {
-                const int s = j % STAGES;
-                mbar_wait(FSHR_FULL(s), (uint32_t)(j / STAGES) & 1u);
-                __syncwarp();
-                wg_fence();
-                mma_kblock<256, BF16>(acc, sH + s * H_BYTES + cw * (64 * BK * 2), sW + s * W_BYTES,
-                                      kb == 0);
-                wg_commit();
-                wg_wait<1>();
-                fence_acc(acc);
-                if (kb > 0)
-                    release(j - 1);
-            }
-            wg_wait<0>();
-            fence_acc(acc);
-            release(j - 1); /* before the epilogue: the next tile streams in under it */
-            const int u = u0 + 2 * t;
-            const int64_t v0 = (int64_t)u * UNIT;
-            int64_t nc = (int64_t)(u1 - u) * UNIT;
-            nc = nc < BV ? nc : BV;
-            nc = nc < a.V - v0 ? nc : a.V - v0;
-            row_tile<0>(r0, acc, v0, (int)nc, gc, a);
-            row_tile<1>(r1, acc, v0, (int)nc, gc, a);
+    for (int i = 0; i < 128; ++i)
+        acc[i] = 0.0f;
+    /* step i's stage is free once all 8 warps are past it: refill it with
+       step i + STAGES */
+    auto release = [&](int i) {
+        const int ps = i % STAGES;
+        if (lane == 0)
+            mbar_arrive(FSHR_EMPTY(ps));
+        if (producer && i + STAGES < steps) {
+            mbar_wait(FSHR_EMPTY(ps), (uint32_t)(i / STAGES) & 1u);
+            issue_step(i + STAGES, &tmw, &tmh, sW, sH, FSHR_FULL(ps), rb, u0, u1, a);
         }
-        row_finish(r0, gc, slot, a);
-        row_finish(r1, gc, slot, a);
+        __syncwarp();
+    };
+    int j = 0; /* next step */
+    for (int t = 0; t < n_tiles; ++t) {
+        for (int kb = 0; kb < KB; ++kb, ++j) {
+            const int s = j % STAGES;
+            mbar_wait(FSHR_FULL(s), (uint32_t)(j / STAGES) & 1u);
+            __syncwarp();
+            wg_fence();
+            mma_kblock<256, BF16>(acc, sH + s * H_BYTES + cw * (64 * BK * 2), sW + s * W_BYTES,
+                                  kb == 0);
+            wg_commit();
+            wg_wait<1>();
+            fence_acc(acc);
+            if (kb > 0)
+                release(j - 1);
+        }
+        wg_wait<0>();
+        fence_acc(acc);
+        release(j - 1); /* before the epilogue: the next tile streams in under it */
+        const int u = u0 + 2 * t;
+        const int64_t v0 = (int64_t)u * UNIT;
+        int64_t nc = (int64_t)(u1 - u) * UNIT;
+        nc = nc < BV ? nc : BV;
+        nc = nc < a.V - v0 ? nc : a.V - v0;
+        row_tile<0>(r0, acc, v0, (int)nc, gc, a);
+        row_tile<1>(r1, acc, v0, (int)nc, gc, a);
     }
+    row_finish(r0, gc, slot, a);
+    row_finish(r1, gc, slot, a);
     if (a.tail_on)
         fs_op_tail(a.tail, a.recs, a.slots, a.rows, a.descs, ct, NCT, 1, tail_flag,
                    reinterpret_cast<fs_record *>(smem), /* the stages: all consumed */
