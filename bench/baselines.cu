@@ -341,6 +341,9 @@ __global__ void k_fill_normal(__nv_bfloat16 *dst, size_t n, float stddev, uint64
     }
 }
 
+/* noise blocks (16 tokens) in flight per thread: 4 would spill */
+constexpr int kBatchBlocks = 2;
+
 /* The library's block Gumbel draw (record.h: the same noise, so the same
  * tokens as the fused ops up to logit rounding), or, GREEDY, argmax, over each
  * row of bf16 logits in one pass.  Unit: a noise block of 16 tokens.  Grid
@@ -363,10 +366,10 @@ k_gumbel(const __nv_bfloat16 *logits, int64_t vocab, int64_t per, int splits,
     fs_record_init(&rec);
     float bkey = -INFINITY, bval = -INFINITY;
     int bid = -1;
-    for (int64_t g = g0 + threadIdx.x; g < g1; g += kBatch * kThreads) {
-        float v[kBatch][16];
+    for (int64_t g = g0 + threadIdx.x; g < g1; g += kBatchBlocks * kThreads) {
+        float v[kBatchBlocks][16];
 #pragma unroll
-        for (int b = 0; b < kBatch; ++b) {
+        for (int b = 0; b < kBatchBlocks; ++b) {
             int64_t gg = g + b * kThreads;
             if (gg < g1) {
                 load8_bf16<VEC>(L, 2 * gg, vocab, v[b]);
@@ -378,7 +381,7 @@ k_gumbel(const __nv_bfloat16 *logits, int64_t vocab, int64_t per, int splits,
             }
         }
 #pragma unroll
-        for (int b = 0; b < kBatch; ++b) {
+        for (int b = 0; b < kBatchBlocks; ++b) {
             int64_t gg = g + b * kThreads;
             if (gg >= g1)
                 break;

@@ -222,38 +222,50 @@ FS_HD void fs_record_offer_block(fs_record *r, const fs_row_desc *d, int32_t id0
 FS_HD void fs_record_push_block(fs_record *r, const fs_row_desc *d, int32_t id0, int n,
                                 const float *s)
 {
-    float m = -INFINITY;
-    int32_t mid = -1;
+    /* v: the scores that take part in the block's max, sum and noise
+       (finite, in range, not excluded); the reductions are trees, not
+       16-step dependency chains (the GPU epilogue waits on them) */
+    float v[FS_NOISE_BLOCK];
     for (int i = 0; i < FS_NOISE_BLOCK; ++i) {
-        if (i >= n)
-            continue;
-        int32_t id = id0 + i;
-        float x = s[i];
+        float x = i < n ? s[i] : -INFINITY;
         if (!(x > -INFINITY && x < INFINITY)) {
             if (x != -INFINITY)
                 r->flags |= FS_REC_NONFINITE;
-            continue;
-        }
-        if (id == d->excluded) {
-            fs_record_push(r, d, id, x);
-            continue;
-        }
-        if (id == d->selected)
+            x = -INFINITY;
+        } else if (id0 + i == d->excluded) {
+            fs_record_push(r, d, id0 + i, x);
+            x = -INFINITY;
+        } else if (id0 + i == d->selected) {
             r->sel_s = x;
-        if (x > m) { /* ascending ids: strict > keeps the lowest of a tie */
-            m = x;
-            mid = id;
         }
+        v[i] = x;
     }
-    if (mid < 0)
+    float mx[FS_NOISE_BLOCK / 2];
+    for (int i = 0; i < FS_NOISE_BLOCK / 2; ++i)
+        mx[i] = fmaxf(v[2 * i], v[2 * i + 1]);
+    for (int w = FS_NOISE_BLOCK / 4; w > 0; w >>= 1)
+        for (int i = 0; i < w; ++i)
+            mx[i] = fmaxf(mx[2 * i], mx[2 * i + 1]);
+    const float m = mx[0];
+    if (!(m > -INFINITY))
         return;
-    float S = 0.0f;
-    for (int i = 0; i < FS_NOISE_BLOCK; ++i)
-        if (i < n && fs_noise_eligible(d, id0 + i, s[i]))
-            S += fs_exp(s[i] - m);
-    fs_record_add_lse(r, m, mid, S);
+    /* the lowest position holding m */
+    int at[FS_NOISE_BLOCK / 2];
+    for (int i = 0; i < FS_NOISE_BLOCK / 2; ++i)
+        at[i] = v[2 * i] == m ? 2 * i : v[2 * i + 1] == m ? 2 * i + 1 : FS_NOISE_BLOCK;
+    for (int w = FS_NOISE_BLOCK / 4; w > 0; w >>= 1)
+        for (int i = 0; i < w; ++i)
+            at[i] = at[2 * i] < at[2 * i + 1] ? at[2 * i] : at[2 * i + 1];
+    float e[FS_NOISE_BLOCK / 2];
+    for (int i = 0; i < FS_NOISE_BLOCK / 2; ++i)
+        e[i] = fs_exp(v[2 * i] - m) + fs_exp(v[2 * i + 1] - m);
+    for (int w = FS_NOISE_BLOCK / 4; w > 0; w >>= 1)
+        for (int i = 0; i < w; ++i)
+            e[i] = e[2 * i] + e[2 * i + 1];
+    const float S = e[0];
+    fs_record_add_lse(r, m, id0 + at[0], S);
     if (!(d->flags & FS_ROWF_GREEDY) && !fs_block_hopeless(m, r->best_key))
-        fs_record_offer_block(r, d, id0, n, s, m, S);
+        fs_record_offer_block(r, d, id0, n, v, m, S);
 }
 
 FS_HD void fs_record_merge(fs_record *a, const fs_record *b)
