@@ -28,14 +28,16 @@
  *    [rows, D] row-major; logits [rows, V]; token ids int32.
  *
  * Randomness: counter-based Philox4x32-10.  Every random number is a pure
- * function of (seed, offset, position within the request, token id, purpose),
- * never of the batch, the tile, the backend or the GPU count, so a request
- * gets the same tokens whatever batch it is in (up to floating-point
- * near-ties of the logits between backends).
+ * function of (seed, offset, position within the request, noise block =
+ * token id / 16, purpose), never of the batch, the tile, the backend or the
+ * GPU count, so a request gets the same tokens whatever batch it is in (up to
+ * floating-point near-ties of the logits between backends).
  *
  * Sampling law: for a row with temperature T > 0, additive bias b and allowed
  * set A, the scores are s_i = (l_i + b_i) * (1/T) for i in A and -inf
- * otherwise, and P(token = i) = softmax(s)_i exactly (Gumbel-max).  T = 0 is
+ * otherwise, and P(token = i) = softmax(s)_i exactly: two-level Gumbel-max,
+ * a Gumbel key per block of 16 token ids on the log of the block's mass, then
+ * the inverse CDF inside the winning block (src/record.h).  T = 0 is
  * greedy: the argmax of l + b over A, lowest token id on ties; so is any
  * T < FS_MIN_TEMPERATURE (there (l + b) / T overflows float, and the law is
  * greedy up to logit gaps of ~1e-4, as in vLLM and SGLang).  A logit of

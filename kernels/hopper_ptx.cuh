@@ -11,6 +11,9 @@
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <string.h>
+
+#include "cuda_common.cuh" /* fs_tail_args, fs_record, fs_row_desc */
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define FSH_SM90A 1
@@ -165,6 +168,31 @@ static inline cudaError_t make_map(CUtensorMap *map, const void *base, int is_bf
                     CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                     CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+/* The fields both Hopper scans' kernel arguments share (each kernel's Args
+ * names them alike), filled in one place. */
+template <class A>
+static inline void fill_scan_args(A &a, const fs_row_desc *descs, const float *bias,
+                                  const uint32_t *allowed, fs_record *recs, int64_t rows,
+                                  int64_t V_local, int64_t vocab_offset, int64_t global_vocab,
+                                  int64_t D, const fs_tail_args *tail)
+{
+    a.descs = descs;
+    a.bias = bias;
+    a.allowed = allowed;
+    a.recs = recs;
+    a.rows = rows;
+    a.V = V_local;
+    a.vocab_offset = vocab_offset;
+    a.global_vocab = global_vocab;
+    a.words = (global_vocab + 31) / 32;
+    a.kblocks = (int)((D + BK - 1) / BK);
+    a.tail_on = tail ? 1 : 0;
+    if (tail)
+        a.tail = *tail;
+    else
+        memset(&a.tail, 0, sizeof a.tail);
 }
 
 /* Opt a kernel into `bytes` of dynamic shared memory, once per device (the

@@ -497,25 +497,12 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
 
     const int bn = pick_bn(rows);
     Args a;
-    a.descs = descs;
-    a.bias = logit_bias;
-    a.allowed = allowed;
-    a.recs = recs;
+    fill_scan_args(a, descs, logit_bias, allowed, recs, rows, V_local, vocab_offset, global_vocab,
+                   D, tail); /* kblocks: per 64-wide box; launch() makes it per stage */
     a.n_recs = n_recs;
-    a.rows = rows;
-    a.V = V_local;
-    a.vocab_offset = vocab_offset;
-    a.global_vocab = global_vocab;
-    a.words = (global_vocab + 31) / 32;
     a.n_items = (int)num_tiles(V_local);
-    a.kblocks = (int)((D + BK - 1) / BK); /* per-stage count: see launch() */
     /* one row block: a W tile is dead after its only use */
     a.w_evict_first = 1;
-    a.tail_on = tail ? 1 : 0;
-    if (tail)
-        a.tail = *tail;
-    else
-        memset(&a.tail, 0, sizeof a.tail);
 
     CUtensorMap tw;
     if ((e = make_map(&tw, W, is_bf16, D, V_local, BM)) != cudaSuccess)

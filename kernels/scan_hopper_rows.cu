@@ -637,24 +637,11 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
     if (slots < 1 || slots > units || grid > INT32_MAX || rows > INT32_MAX || units > INT32_MAX)
         return (int)cudaErrorInvalidValue;
     Args a;
-    a.descs = descs;
-    a.bias = logit_bias;
-    a.allowed = allowed;
-    a.recs = recs;
-    a.rows = rows;
-    a.V = V_local;
-    a.vocab_offset = vocab_offset;
-    a.global_vocab = global_vocab;
-    a.words = (global_vocab + 31) / 32;
+    fill_scan_args(a, descs, logit_bias, allowed, recs, rows, V_local, vocab_offset, global_vocab,
+                   D, tail);
     a.n_rb = (int)n_rb;
     a.slots = (int)slots;
     a.units = (int)units;
-    a.kblocks = (int)((D + BK - 1) / BK);
-    a.tail_on = tail ? 1 : 0;
-    if (tail)
-        a.tail = *tail;
-    else
-        memset(&a.tail, 0, sizeof a.tail);
 
     CUtensorMap tw, th;
     cudaError_t e = make_map(&tw, W, is_bf16, D, V_local, UNIT);

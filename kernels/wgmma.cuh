@@ -47,21 +47,18 @@ namespace fshp {
                  : __VA_ARGS__                                                                    \
                  : "l"(da), "l"(db), "r"(scale_d))
 
-#define FSW_DEFINE(N, SHAPE, REGS, DA, DB, SC, ...)                                               \
-    template <> struct Wgmma<N, true> {                                                          \
+#define FSW_SPEC(N, IS_BF16, DT, SHAPE, REGS, DA, DB, SC, ...)                                   \
+    template <> struct Wgmma<N, IS_BF16> {                                                       \
         static __device__ __forceinline__ void mma(float (&d)[N / 2], uint64_t da, uint64_t db,   \
                                                    int scale_d)                                   \
         {                                                                                         \
-            FSW_ASM(SHAPE, "bf16", REGS, DA, DB, SC, __VA_ARGS__);                                \
-        }                                                                                         \
-    };                                                                                            \
-    template <> struct Wgmma<N, false> {                                                         \
-        static __device__ __forceinline__ void mma(float (&d)[N / 2], uint64_t da, uint64_t db,   \
-                                                   int scale_d)                                   \
-        {                                                                                         \
-            FSW_ASM(SHAPE, "f16", REGS, DA, DB, SC, __VA_ARGS__);                                 \
+            FSW_ASM(SHAPE, DT, REGS, DA, DB, SC, __VA_ARGS__);                                    \
         }                                                                                         \
     };
+
+#define FSW_DEFINE(N, SHAPE, REGS, DA, DB, SC, ...)                                               \
+    FSW_SPEC(N, true, "bf16", SHAPE, REGS, DA, DB, SC, __VA_ARGS__)                               \
+    FSW_SPEC(N, false, "f16", SHAPE, REGS, DA, DB, SC, __VA_ARGS__)
 
 template <int N, bool BF16> struct Wgmma;
 
