@@ -9,11 +9,10 @@
 #include "pdl.cuh"
 
 #define FS_MERGE_THREADS 256
-#define FS_MERGE_BATCH 4
 #define FS_FINALIZE_THREADS 128
 
 /* One block per row.  Thread t merges tiles t, t + 256, ... in that order
- * (loaded FS_MERGE_BATCH at a time so the loads overlap), then the block
+ * (fs_merge_run), then the block
  * merges the threads' records in a fixed tree: the result, sum_exp's rounding
  * included, is the same on every run.  fin_op: -1 = only store the merged
  * record; FS_OP_SAMPLE / FS_OP_ARGMAX = finalize the row into the outputs. */
@@ -29,24 +28,9 @@ __global__ void __launch_bounds__(FS_MERGE_THREADS)
     const fs_row_desc d = descs[row];
     fs_record acc;
     fs_record_init(&acc);
-    if (d.flags & FS_ROWF_VALID) {
-        const fs_record *recs = tile_recs + row * tiles_per_row;
-        for (int64_t t0 = threadIdx.x; t0 < tiles_per_row;
-             t0 += (int64_t)FS_MERGE_BATCH * FS_MERGE_THREADS) {
-            fs_record r[FS_MERGE_BATCH];
-#pragma unroll
-            for (int i = 0; i < FS_MERGE_BATCH; ++i) {
-                const int64_t t = t0 + (int64_t)i * FS_MERGE_THREADS;
-                if (t < tiles_per_row)
-                    r[i] = recs[t];
-                else
-                    fs_record_init(&r[i]);
-            }
-#pragma unroll
-            for (int i = 0; i < FS_MERGE_BATCH; ++i)
-                fs_record_merge(&acc, &r[i]);
-        }
-    }
+    if (d.flags & FS_ROWF_VALID)
+        acc = fs_merge_run(tile_recs + row * tiles_per_row, tiles_per_row, threadIdx.x,
+                           FS_MERGE_THREADS);
     acc = fs_record_block_reduce(acc, scratch);
     if (threadIdx.x != 0)
         return;

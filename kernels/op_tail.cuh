@@ -54,36 +54,6 @@ static __device__ __forceinline__ void fs_finalize_request(
     out_row_status[r] = st;
 }
 
-/* Merge lane-strided records recs[0 .. n) (fixed order) and reduce the warp:
- * every lane ends with the merge of all n. */
-static __device__ __forceinline__ fs_record fs_merge_strided(const fs_record *recs, int64_t n,
-                                                             int lane)
-{
-    constexpr int BATCH = 4;
-    fs_record acc;
-    fs_record_init(&acc);
-    for (int64_t k0 = lane; k0 < n; k0 += 32 * BATCH) {
-        fs_record r[BATCH];
-#pragma unroll
-        for (int i = 0; i < BATCH; ++i) {
-            const int64_t k = k0 + 32 * i;
-            if (k < n) {
-                const float4 *p = reinterpret_cast<const float4 *>(recs + k);
-                float4 x = __ldcg(p), y = __ldcg(p + 1);
-                reinterpret_cast<float4 *>(&r[i])[0] = x;
-                reinterpret_cast<float4 *>(&r[i])[1] = y;
-            } else {
-                fs_record_init(&r[i]);
-            }
-        }
-#pragma unroll
-        for (int i = 0; i < BATCH; ++i)
-            fs_record_merge(&acc, &r[i]);
-    }
-    fs_record_warp_reduce(&acc);
-    return acc;
-}
-
 static __device__ __forceinline__ void fs_named_bar(int id, int threads)
 {
     asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
@@ -113,7 +83,8 @@ static __device__ __forceinline__ void fs_op_tail(const fs_tail_args &t, const f
     const bool fin_rows = t.op == FS_OP_SAMPLE || t.op == FS_OP_ARGMAX;
     fs_record *merged = t.op == FS_OP_VERIFY && rows <= scratch_recs ? scratch : t.row_recs;
     for (int64_t row = warp; row < rows; row += warps) {
-        const fs_record rec = fs_merge_strided(recs + row * n_recs, n_recs, lane);
+        fs_record rec = fs_merge_run(recs + row * n_recs, n_recs, lane, 32);
+        fs_record_warp_reduce(&rec);
         if (lane != 0)
             continue;
         if (fin_rows)
