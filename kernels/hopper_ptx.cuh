@@ -124,16 +124,6 @@ static __device__ __forceinline__ uint64_t make_desc(uint32_t saddr)
     return (uint64_t)((saddr & 0x3FFFFu) >> 4) | ((uint64_t)(1024 >> 4) << 32) | (1ull << 62);
 }
 
-template <uint32_t N> static __device__ __forceinline__ void regs_dec()
-{
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
-}
-
-template <uint32_t N> static __device__ __forceinline__ void regs_inc()
-{
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
-}
-
 #endif /* FSH_SM90A */
 
 /* cuTensorMapEncodeTiled through the runtime's driver entry point (no -lcuda). */
