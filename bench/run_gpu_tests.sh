@@ -12,6 +12,7 @@
 #   FS_BENCH        ON also builds the benchmark in the same tree (default OFF)
 #   FS_JOBS         build parallelism (default 16)
 #   FS_SANITIZE     0 skips the sanitizer steps (default 1)
+#   FS_CTEST_REGEX  run only the tests whose names match (ctest -R; default: all)
 #   FS_SAN_TESTS    GPU tests run under the sanitizers (default: every test_gpu_*
 #                   except test_gpu_tp, all with FS_GPU_TEST_SMALL=1: smaller shapes)
 #   FS_DEPS_DIR     folder of .deb files (default .deps) unpacked into a private
@@ -113,7 +114,7 @@ fi
 
 # ---- the test suite ----------------------------------------------------------
 if [ $built = 1 ]; then
-  run_step ctest bash -c "cd '$BUILD' && ctest -V"
+  run_step ctest bash -c "cd '$BUILD' && ctest -V ${FS_CTEST_REGEX:+-R '$FS_CTEST_REGEX'}"
   # per-test lines, so the table shows which tests passed, failed or skipped
   grep -E "^ *[0-9]+/[0-9]+ Test" "$LOGDIR/ctest.log" | sed 's/^/    /' | tee -a "$LOG"
   # GPU/CPU agreement figures, for the record
