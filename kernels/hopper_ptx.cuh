@@ -74,53 +74,6 @@ static __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorM
                  : "memory");
 }
 
-/* The same load delivered to every CTA of the cluster in cta_mask, at the
- * same shared-memory offset, each CTA's barrier at `bar`'s offset counting
- * the bytes that land there: one L2 read feeds them all. */
-static __device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const CUtensorMap *map,
-                                                             int c0, int c1, uint32_t bar,
-                                                             uint16_t cta_mask, uint64_t policy)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-                 ".multicast::cluster.L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5, %6;\n" ::"r"(dst),
-                 "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar), "h"(cta_mask),
-                 "l"(policy)
-                 : "memory");
-}
-
-/* Arrive on the barrier at local offset `bar` of cluster CTA `cta`.  CTA
- * scope: what the arrival publishes is that this warp's wgmmas have finished
- * reading a stage (wgmma.wait_group), not memory writes; .release.cluster
- * puts a cluster-wide MEMBAR before every arrival (measured: 41K membar
- * stall samples per launch, 1.4x the kernel time). */
-static __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t cta)
-{
-    asm volatile("{\n.reg .b32 ra;\n"
-                 "mapa.shared::cluster.u32 ra, %0, %1;\n"
-                 "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
-                 "r"(cta)
-                 : "memory");
-}
-
-static __device__ __forceinline__ uint32_t cluster_rank()
-{
-    uint32_t r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-    return r;
-}
-
-/* Cluster barrier, split: every thread of every CTA of the cluster arrives,
- * then waits. */
-static __device__ __forceinline__ void cluster_arrive()
-{
-    asm volatile("barrier.cluster.arrive.release;\n" ::: "memory");
-}
-
-static __device__ __forceinline__ void cluster_wait()
-{
-    asm volatile("barrier.cluster.wait.acquire;\n" ::: "memory");
-}
-
 static __device__ __forceinline__ uint64_t policy_evict_first()
 {
     uint64_t p;

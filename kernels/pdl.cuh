@@ -26,34 +26,21 @@ static __device__ __forceinline__ void fs_pdl_launch_dependents()
 }
 
 /* A launch configuration that allows the kernel to overlap its predecessor
- * (when `overlap`, i.e. on sm_90+), in clusters of `cluster` CTAs along x
- * when cluster > 1. */
+ * (when `overlap`, i.e. on sm_90+). */
 struct fs_pdl_config {
     cudaLaunchConfig_t cfg;
-    cudaLaunchAttribute attr[2];
-    fs_pdl_config(dim3 grid, dim3 block, size_t smem, cudaStream_t stream, bool overlap,
-                  unsigned cluster = 1)
+    cudaLaunchAttribute attr;
+    fs_pdl_config(dim3 grid, dim3 block, size_t smem, cudaStream_t stream, bool overlap)
     {
         cfg = cudaLaunchConfig_t{};
         cfg.gridDim = grid;
         cfg.blockDim = block;
         cfg.dynamicSmemBytes = smem;
         cfg.stream = stream;
-        unsigned n = 0;
-        if (overlap) {
-            attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-            attr[n].val.programmaticStreamSerializationAllowed = 1;
-            ++n;
-        }
-        if (cluster > 1) {
-            attr[n].id = cudaLaunchAttributeClusterDimension;
-            attr[n].val.clusterDim.x = cluster;
-            attr[n].val.clusterDim.y = 1;
-            attr[n].val.clusterDim.z = 1;
-            ++n;
-        }
-        cfg.attrs = attr;
-        cfg.numAttrs = n;
+        attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr.val.programmaticStreamSerializationAllowed = 1;
+        cfg.attrs = &attr;
+        cfg.numAttrs = overlap ? 1 : 0;
     }
 };
 

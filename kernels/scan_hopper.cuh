@@ -52,8 +52,6 @@ typedef struct fs_hopper_opts {
     int64_t rows_min;         /* FS_HOPPER_AUTO: rows kernel from this many rows; 0 = default */
     const fs_tail_args *tail; /* the op's end, run by the last CTA (op_tail.cuh); NULL: the
                                  caller merges the records itself */
-    int no_multicast;         /* FS_HOPPER_ROWS: every CTA loads its own W tiles (the default
-                                 clusters a slot's row blocks and loads W once for them) */
 } fs_hopper_opts;
 
 /* The kernel a launch with these options takes (opts may be NULL). */

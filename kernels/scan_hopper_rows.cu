@@ -67,7 +67,6 @@ constexpr int W_BYTES = BV * BK * 2;
 constexpr int H_BYTES = BR * BK * 2;
 constexpr int STAGE_BYTES = W_BYTES + H_BYTES;
 constexpr int STAGES = 4;
-constexpr int MAX_CLUSTER = 4; /* row blocks sharing W loads (portable cluster sizes: <= 8) */
 constexpr int BAR_BYTES = 2 * STAGES * 8 + 16;
 constexpr int DESC_BYTES = BR * (int)sizeof(fs_row_desc);
 constexpr int SMEM = 1024 + STAGES * STAGE_BYTES + BAR_BYTES + DESC_BYTES;
@@ -80,7 +79,6 @@ struct Args {
     fs_record *recs; /* record (row, slot) at row * slots + slot */
     int64_t rows, V, vocab_offset, global_vocab, words;
     int n_rb, slots, units, kblocks, tail_on;
-    int cluster; /* CTAs per cluster: consecutive row blocks of one slot, sharing W loads */
     fs_tail_args tail;
 };
 
@@ -456,34 +454,21 @@ __device__ __forceinline__ void row_finish(RowState &r, int gc, int slot, const 
 constexpr int WU_BYTES = UNIT * BK * 2; /* one W TMA box */
 
 /* Producer side of the pipeline, run by thread 0: step j of this CTA's
- * sequence (tile j / KB, k-block j % KB) into stage j % STAGES.  In a
- * cluster, CTA rank i < nu loads W unit i of the stage into every CTA of the
- * cluster (the cluster's CTAs run the same steps): W crosses L2 once per
- * cluster, not once per row block -- past 128 rows that traffic, not HBM,
- * bounded the kernel. */
+ * sequence (tile j / KB, k-block j % KB) into stage j % STAGES. */
 __device__ __forceinline__ void issue_step(int j, const CUtensorMap *tmw, const CUtensorMap *tmh,
                                            uint32_t sW, uint32_t sH, uint32_t full, int rb, int u0,
                                            int u1, const Args &a)
 {
-    /* a W unit not shared through the cluster is read by the n_rb CTAs of its
-       slot, about together; the policies are made here, not kept in
-       registers across the epilogue */
-    const uint64_t pol_w = a.cluster == a.n_rb ? policy_evict_first() : policy_evict_normal();
+    /* a W unit is read by the n_rb CTAs of its slot, about together; the
+       policies are made here, not kept in registers across the epilogue */
+    const uint64_t pol_w = a.n_rb == 1 ? policy_evict_first() : policy_evict_normal();
     const uint64_t pol_h = policy_evict_last();
     const int t = j / a.kblocks, kb = j - t * a.kblocks;
     const int u = u0 + 2 * t, nu = u1 - u >= 2 ? 2 : 1;
     const int st = j % STAGES;
     mbar_expect_tx(full, (uint32_t)(nu * WU_BYTES + H_BYTES));
-    if (a.cluster == 1) {
-        for (int i = 0; i < nu; ++i)
-            tma_load_2d(sW + st * W_BYTES + i * WU_BYTES, tmw, kb * BK, (u + i) * UNIT, full,
-                        pol_w);
-    } else {
-        const int i = (int)cluster_rank();
-        if (i < nu)
-            tma_load_2d_multicast(sW + st * W_BYTES + i * WU_BYTES, tmw, kb * BK, (u + i) * UNIT,
-                                  full, (uint16_t)((1u << a.cluster) - 1u), pol_w);
-    }
+    for (int i = 0; i < nu; ++i)
+        tma_load_2d(sW + st * W_BYTES + i * WU_BYTES, tmw, kb * BK, (u + i) * UNIT, full, pol_w);
     tma_load_2d(sH + st * H_BYTES, tmh, kb * BK, rb * BR, full, pol_h);
 }
 
@@ -513,23 +498,17 @@ __global__ void __launch_bounds__(THREADS, 1)
     const int steps = n_tiles * KB;
     const bool producer = threadIdx.x == 0;
     if (producer) {
-        /* a stage is free once the warps of every CTA it is loaded into are
-           past it */
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(FSHR_FULL(s), 1);
-            mbar_init(FSHR_EMPTY(s), NCW * a.cluster);
+            mbar_init(FSHR_EMPTY(s), NCW);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
         asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmw)) : "memory");
         asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmh)) : "memory");
-    }
-    if (a.cluster > 1) { /* no load may reach a peer before its barriers exist */
-        cluster_arrive();
-        cluster_wait();
-    }
-    if (producer) /* W and H do not depend on the prep kernel: start streaming now */
+        /* W and H do not depend on the prep kernel: start streaming now */
         for (int j = 0; j < STAGES && j < steps; ++j)
             issue_step(j, &tmw, &tmh, sW, sH, FSHR_FULL(j), rb, u0, u1, a);
+    }
     __syncthreads();
     /* the row descriptors come from the prep kernel, which may still be
        running (programmatic launch) */
@@ -564,12 +543,8 @@ __global__ void __launch_bounds__(THREADS, 1)
        step i + STAGES */
     auto release = [&](int i) {
         const int ps = i % STAGES;
-        if (a.cluster == 1) {
-            if (lane == 0)
-                mbar_arrive(FSHR_EMPTY(ps));
-        } else if (lane < a.cluster) {
-            mbar_arrive_cluster(FSHR_EMPTY(ps), (uint32_t)lane);
-        }
+        if (lane == 0)
+            mbar_arrive(FSHR_EMPTY(ps));
         if (producer && i + STAGES < steps) {
             mbar_wait(FSHR_EMPTY(ps), (uint32_t)(i / STAGES) & 1u);
             issue_step(i + STAGES, &tmw, &tmh, sW, sH, FSHR_FULL(ps), rb, u0, u1, a);
@@ -602,18 +577,12 @@ __global__ void __launch_bounds__(THREADS, 1)
         row_tile<0>(r0, acc, v0, (int)nc, gc, a);
         row_tile<1>(r1, acc, v0, (int)nc, gc, a);
     }
-    /* peers may still arrive on this CTA's barriers until they are past
-       their last step: no CTA of the cluster exits before all are */
-    if (a.cluster > 1)
-        cluster_arrive();
     row_finish(r0, gc, slot, a);
     row_finish(r1, gc, slot, a);
     if (a.tail_on)
         fs_op_tail(a.tail, a.recs, a.slots, a.rows, a.descs, ct, NCT, 1, tail_flag,
                    reinterpret_cast<fs_record *>(smem), /* the stages: all consumed */
                    (STAGES * STAGE_BYTES) / (int)sizeof(fs_record));
-    if (a.cluster > 1)
-        cluster_wait();
 #undef FSHR_FULL
 #undef FSHR_EMPTY
 }
@@ -641,82 +610,31 @@ int64_t row_blocks(int64_t rows)
     return (rows + BR - 1) / BR;
 }
 
-/* Clusters of `c` CTAs of this kernel that fit on the current device at
- * once (0 when they cannot run or the query fails); cached per device. */
-int active_clusters(int c)
-{
-    static int cache[64][MAX_CLUSTER + 1]; /* value + 1; 0 = not asked yet */
-    int device = 0;
-    if (c < 2 || c > MAX_CLUSTER || cudaGetDevice(&device) != cudaSuccess)
-        return 0;
-    int *slot = device < 64 ? &cache[device][c] : nullptr;
-    if (slot) {
-        const int v = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-        if (v > 0)
-            return v - 1;
-    }
-    int n = 0;
-    if (configure<true>(device) == cudaSuccess) {
-        fs_pdl_config pc(dim3((unsigned)c), dim3(THREADS), SMEM, 0, false, (unsigned)c);
-        if (cudaOccupancyMaxActiveClusters(&n, fshr_scan_kernel<true>, &pc.cfg) != cudaSuccess) {
-            n = 0;
-            (void)cudaGetLastError(); /* no clusters then; not an error of the op */
-        }
-    }
-    if (slot)
-        __atomic_store_n(slot, n + 1, __ATOMIC_RELEASE);
-    return n;
-}
-
-/* CTAs per cluster for n_rb row blocks (a divisor of n_rb; 1 = none): the
- * largest divisor up to MAX_CLUSTER whose clusters fit a slot in one wave. */
-int cluster_for(int64_t n_rb, int multicast)
-{
-    for (int k = MAX_CLUSTER; multicast && n_rb > 1 && k >= 2; --k)
-        if (n_rb % k == 0)
-            return (int64_t)active_clusters(k) * k >= n_rb ? k : 1;
-    return 1;
-}
-
-/* Slots (records per row): one wave of CTAs -- of clusters when c > 1. */
-int64_t slots_for(int64_t V_local, int64_t n_rb, int c, int sm_count)
-{
-    const int64_t units = (V_local + UNIT - 1) / UNIT;
-    int64_t s = sm_count / n_rb;
-    if (c > 1) {
-        const int64_t fit = (int64_t)active_clusters(c) * c / n_rb;
-        s = s < fit ? s : fit;
-    }
-    if (s < 1)
-        s = 1;
-    return s < units ? s : units;
-}
-
 } // namespace fshr
 
-extern "C" int64_t fs_hopper_rows_slots(int64_t V_local, int64_t rows, int sm_count,
-                                        int multicast)
+extern "C" int64_t fs_hopper_rows_slots(int64_t V_local, int64_t rows, int sm_count)
 {
     if (V_local <= 0 || rows <= 0)
         return 0;
-    const int64_t n_rb = fshr::row_blocks(rows);
-    return fshr::slots_for(V_local, n_rb, fshr::cluster_for(n_rb, multicast), sm_count);
+    const int64_t units = (V_local + fshr::UNIT - 1) / fshr::UNIT;
+    int64_t slots = sm_count / fshr::row_blocks(rows);
+    if (slots < 1)
+        slots = 1;
+    return slots < units ? slots : units;
 }
 
 extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, int64_t V_local,
                                      int64_t D, int64_t rows, int64_t vocab_offset,
                                      int64_t global_vocab, const fs_row_desc *descs,
                                      const float *logit_bias, const uint32_t *allowed,
-                                     fs_record *recs, int64_t slots, int multicast,
-                                     const fs_tail_args *tail, int device, cudaStream_t stream)
+                                     fs_record *recs, int64_t slots, const fs_tail_args *tail,
+                                     int device, cudaStream_t stream)
 {
     using namespace fshr;
     const int64_t n_rb = row_blocks(rows);
     const int64_t units = (V_local + UNIT - 1) / UNIT;
     const int64_t grid = slots * n_rb;
-    const int cluster = cluster_for(n_rb, multicast);
-    if (slots < 1 || slots > units || grid > INT32_MAX || rows > INT32_MAX || units > INT32_MAX ||
-        (cluster > 1 && slots * n_rb / cluster > active_clusters(cluster)))
+    if (slots < 1 || slots > units || grid > INT32_MAX || rows > INT32_MAX || units > INT32_MAX)
         return (int)cudaErrorInvalidValue;
     Args a;
     fill_scan_args(a, descs, logit_bias, allowed, recs, rows, V_local, vocab_offset, global_vocab,
@@ -724,7 +642,6 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
     a.n_rb = (int)n_rb;
     a.slots = (int)slots;
     a.units = (int)units;
-    a.cluster = cluster;
 
     CUtensorMap tw, th;
     cudaError_t e = make_map(&tw, W, is_bf16, D, V_local, UNIT);
@@ -733,7 +650,7 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
     if (e != cudaSuccess)
         return (int)e;
     /* programmatic launch: overlaps the prep kernel (see fs_pdl_wait above) */
-    fs_pdl_config pc(dim3((unsigned)grid), dim3(THREADS), SMEM, stream, true, (unsigned)cluster);
+    fs_pdl_config pc(dim3((unsigned)grid), dim3(THREADS), SMEM, stream, true);
     if (is_bf16) {
         if ((e = configure<true>(device)) != cudaSuccess)
             return (int)e;
