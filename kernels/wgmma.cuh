@@ -66,6 +66,12 @@ FSW_DEFINE(16, "m64n16k16", FSW_S0, "%8", "%9", "%10", FSW_C(0))
 FSW_DEFINE(32, "m64n32k16", FSW_S0 ", " FSW_S1, "%16", "%17", "%18", FSW_C(0), FSW_C(1))
 FSW_DEFINE(64, "m64n64k16", FSW_S0 ", " FSW_S1 ", " FSW_S2 ", " FSW_S3, "%32", "%33", "%34",
            FSW_C(0), FSW_C(1), FSW_C(2), FSW_C(3))
+FSW_DEFINE(48, "m64n48k16", FSW_S0 ", " FSW_S1 ", " FSW_S2, "%24", "%25", "%26", FSW_C(0),
+           FSW_C(1), FSW_C(2))
+FSW_DEFINE(80, "m64n80k16", FSW_S0 ", " FSW_S1 ", " FSW_S2 ", " FSW_S3 ", " FSW_S4, "%40", "%41",
+           "%42", FSW_C(0), FSW_C(1), FSW_C(2), FSW_C(3), FSW_C(4))
+FSW_DEFINE(96, "m64n96k16", FSW_S0 ", " FSW_S1 ", " FSW_S2 ", " FSW_S3 ", " FSW_S4 ", " FSW_S5,
+           "%48", "%49", "%50", FSW_C(0), FSW_C(1), FSW_C(2), FSW_C(3), FSW_C(4), FSW_C(5))
 FSW_DEFINE(128, "m64n128k16",
            FSW_S0 ", " FSW_S1 ", " FSW_S2 ", " FSW_S3 ", " FSW_S4 ", " FSW_S5 ", " FSW_S6
                   ", " FSW_S7,

@@ -199,10 +199,13 @@ static void test_fused_bf16(void **state)
         {1, FS_DTYPE_BF16, 1000, 136, 1, 0, 0},
         {1, FS_DTYPE_BF16, 1001, 4096, 300, 1, 0},
         {1, FS_DTYPE_BF16, 3001, 136, 65, 0, 0},
-        /* rows kernel in clusters sharing W: 2 row blocks (one unit per slot:
-           only rank 0 loads W), 4 row blocks (full and half tiles) */
+        /* rows kernel with 2 row blocks (one unit per slot: half tiles only)
+           and 4 row blocks (full and half tiles) */
         {1, FS_DTYPE_BF16, 5003, 136, 200, 1, 0},
         {1, FS_DTYPE_BF16, 12007, 136, 450, 0, 0},
+        /* tile kernel row blocks of 48 and 96 (65 rows above takes 80) */
+        {1, FS_DTYPE_BF16, 4099, 136, 40, 0, 1},
+        {1, FS_DTYPE_BF16, 3001, 100, 90, 1, 0},
     };
     run_cases(cs, sizeof cs / sizeof cs[0]);
 }
