@@ -387,29 +387,32 @@ __device__ __forceinline__ void noise(RowState &r, const float (&acc)[128], int6
     }
 }
 
-/* The record update from a row's LSE part. */
-__device__ __forceinline__ void lse_record(RowState &r, float m, int mcol, const float (&S4)[NB],
-                                           int64_t g0, float it)
+/* One row's epilogue for one tile. */
+template <int HALF>
+__device__ __forceinline__ void row_tile(RowState &r, float (&acc)[128], int64_t v0, int ncols,
+                                         int gc, const Args &a)
 {
+    const int64_t g0 = a.vocab_offset + v0;
+    prepare<HALF>(r, acc, v0, ncols, gc, a);
+    const float it = r.d->inv_temp, c = it * 1.4426950408889634f;
+    float m, S4[NB];
+    int mcol;
+    lse_part<HALF>(acc, c, m, mcol, gc, S4);
     float tot = 0.0f;
 #pragma unroll
     for (int k = 0; k < NB; ++k)
         tot += S4[k];
+    /* a NaN or +inf value makes the max infinite or the sum NaN: the row's
+       status is then FS_ROW_NONFINITE whatever else the record holds */
     if (r.scan) {
         if (m == INFINITY || !(tot == tot))
             r.rec.flags |= FS_REC_NONFINITE;
         else if (m > -INFINITY)
             fs_record_add_lse(&r.rec, fs_score(m, 0.0f, it), (int32_t)(g0 + mcol), tot);
     }
-}
-
-/* One row's noise for one tile, from its LSE part.  Whole warps call this. */
-template <int HALF>
-__device__ __forceinline__ void row_noise(RowState &r, const float (&acc)[128], float m,
-                                          float (&S4)[NB], int64_t g0, int gc, float c, float it)
-{
     if (!__any_sync(0xffffffffu, r.noisy))
         return;
+    /* the quad's common reference for the block sums */
     const float Ml = quad_max(m);
     const float f = m > -INFINITY ? ex2((m - Ml) * c) : 0.0f;
 #pragma unroll
@@ -418,26 +421,6 @@ __device__ __forceinline__ void row_noise(RowState &r, const float (&acc)[128], 
     float own[4];
     reduce_scatter(S4, gc, own);
     noise<HALF>(r, acc, g0, gc, Ml, c, it, own);
-}
-
-/* Both rows' epilogue for one tile, their LSE parts in one basic block so
- * that the two rows' dependency chains can interleave. */
-__device__ __forceinline__ void rows_tile(RowState &r0, RowState &r1, float (&acc)[128],
-                                          int64_t v0, int ncols, int gc, const Args &a)
-{
-    const int64_t g0 = a.vocab_offset + v0;
-    prepare<0>(r0, acc, v0, ncols, gc, a);
-    prepare<1>(r1, acc, v0, ncols, gc, a);
-    const float it0 = r0.d->inv_temp, c0 = it0 * 1.4426950408889634f;
-    const float it1 = r1.d->inv_temp, c1 = it1 * 1.4426950408889634f;
-    float m0, m1, S0[NB], S1[NB];
-    int mcol0, mcol1;
-    lse_part<0>(acc, c0, m0, mcol0, gc, S0);
-    lse_part<1>(acc, c1, m1, mcol1, gc, S1);
-    lse_record(r0, m0, mcol0, S0, g0, it0);
-    lse_record(r1, m1, mcol1, S1, g0, it1);
-    row_noise<0>(r0, acc, m0, S0, g0, gc, c0, it0);
-    row_noise<1>(r1, acc, m1, S1, g0, gc, c1, it1);
 }
 
 #undef FSHR_ACC
@@ -591,7 +574,8 @@ __global__ void __launch_bounds__(THREADS, 1)
         int64_t nc = (int64_t)(u1 - u) * UNIT;
         nc = nc < BV ? nc : BV;
         nc = nc < a.V - v0 ? nc : a.V - v0;
-        rows_tile(r0, r1, acc, v0, (int)nc, gc, a);
+        row_tile<0>(r0, acc, v0, (int)nc, gc, a);
+        row_tile<1>(r1, acc, v0, (int)nc, gc, a);
     }
     row_finish(r0, gc, slot, a);
     row_finish(r1, gc, slot, a);
