@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 4, run 4: A/B of the rows kernel's epilogue -- both rows' LSE parts
-# in one basic block (new) vs row after row (old: `git show 1aa1774:kernels/scan_hopper_rows.cu > bench/dev/_old_rows.cu` first; new: commit "Rows kernel: both rows' LSE parts in one basic block") --
+# in one basic block (new) vs row after row (old: `git show 1aa1774:kernels/scan_hopper_rows.cu > bench/dev/_old_rows.cu` first; new: commit 1243bb5) --
 # at 128 (rows kernel), 256 and 320 rows, alternating old / new twice.
 source "$(dirname "$0")/common.sh"
 CFG="-DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a-real -DFLASHSPEC_TESTS=OFF -DFLASHSPEC_BENCH=ON"
