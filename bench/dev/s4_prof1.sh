@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Runs on commit 31c9292 (the multicast; reverted in 1aa1774): FLASHSPEC_HOPPER_NO_MULTICAST exists only there.
 # Session 4, probe 1: why the W multicast is slower -- launch shape (grid,
 # cluster, active clusters) and throughput of the rows kernel at 256 rows,
 # multicast on and off.

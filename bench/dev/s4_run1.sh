@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Runs on commit 31c9292 (the multicast; reverted in 1aa1774): FLASHSPEC_HOPPER_NO_MULTICAST exists only there.
 # Session 4, run 1: W multicast across the row-block cluster of the rows
 # kernel.  Agreement tests (both kernels, clusters of 2-4), then A/B of the
 # multicast at 128-320 rows, and the rows kernel at 160 rows vs the tile kernel.

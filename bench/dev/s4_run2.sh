@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Runs on commit 31c9292 (the multicast; reverted in 1aa1774): FLASHSPEC_HOPPER_NO_MULTICAST exists only there.
 # Session 4, run 2: the cluster arrival without .release.cluster (no MEMBAR);
 # ncu at 256 rows, then the multicast A/B at 256/320 rows and 160 forced.
 source "$(dirname "$0")/common.sh"
