@@ -4,8 +4,7 @@
 # rows kernel at 128 rows.
 source "$(dirname "$0")/common.sh"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
-cmake -S . -B build-sm90a -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a-real \
-  -DFLASHSPEC_TESTS=OFF -DFLASHSPEC_BENCH=ON >/dev/null && cmake --build build-sm90a -j16 --target flashspec_bench 2>&1 | tail -2
+build_bench
 B=build-sm90a/bench/flashspec_bench
 NCU="ncu --clock-control none"
 echo "=== durations: sample 4 rows, verify R=1 and R=8 ==="

@@ -2,7 +2,7 @@
 # Session 3, run 4: per-instruction profile of the rows kernel (128 rows, argmax and sample).
 source "$(dirname "$0")/common.sh"
 B=build-sm90a/bench/flashspec_bench
-[ -x $B ] || { cmake -S . -B build-sm90a -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a-real -DFLASHSPEC_TESTS=OFF -DFLASHSPEC_BENCH=ON >/dev/null; cmake --build build-sm90a -j16 --target flashspec_bench >/dev/null; }
+build_bench
 for op in argmax sample; do
   FLASHSPEC_HOPPER_ROWS_MIN=1 ncu --clock-control none -k regex:fshr_scan -c 1 --section SourceCounters --section WarpStateStats \
     --import-source yes -o $OUT/rows128_$op $B --shapes 151936x4096 --rows 128 --ops $op --reps 1 --warmup 0 --gemm heuristic > /dev/null 2>&1

@@ -11,5 +11,5 @@ obj=$(find build-sm90a -name "scan_hopper_rows.cu.o" | head -1)
 cuobjdump -sass "$obj" > $OUT/rows_sass.txt 2>/dev/null
 echo "rows kernel SASS: HGMMA $(grep -c HGMMA $OUT/rows_sass.txt) LDL $(grep -c LDL $OUT/rows_sass.txt) STL $(grep -c STL $OUT/rows_sass.txt) WARPSYNC/ARV $(grep -c 'WARPGROUP' $OUT/rows_sass.txt)"
 B=build-sm90a/bench/flashspec_bench
-[ -x $B ] || cmake --build build-sm90a --target flashspec_bench -j16 > /dev/null
+build_bench
 timeout 240 $B --shapes 151936x4096 --rows 1,4,16,64,128,160,256,320 --requests 1,8,16,32 --reps 15 --warmup 3 2>&1 | tee $OUT/bench.txt | grep -E "fs_|cublas_matmul|floor" 

@@ -3,7 +3,7 @@
 # rows (sample, argmax) and 128 rows (sample), for a mainloop / epilogue split.
 source "$(dirname "$0")/common.sh"
 B=build-sm90a/bench/flashspec_bench
-cmake --build build-sm90a -j16 --target flashspec_bench >/dev/null 2>&1 || { cmake -S . -B build-sm90a -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a-real -DFLASHSPEC_TESTS=OFF -DFLASHSPEC_BENCH=ON >/dev/null; cmake --build build-sm90a -j16 --target flashspec_bench >/dev/null; }
+build_bench
 for cfg in "256 sample" "256 argmax" "128 sample"; do
   set -- $cfg
   n=rows$1_$2

@@ -3,11 +3,10 @@
 # in one basic block (new) vs row after row (old: `git show 1aa1774:kernels/scan_hopper_rows.cu > bench/dev/_old_rows.cu` first; new: commit 1243bb5) --
 # at 128 (rows kernel), 256 and 320 rows, alternating old / new twice.
 source "$(dirname "$0")/common.sh"
-CFG="-DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a-real -DFLASHSPEC_TESTS=OFF -DFLASHSPEC_BENCH=ON"
 rm -rf /tmp/old && mkdir -p /tmp/old && tar --exclude='./build*' -cf - . | tar -xf - -C /tmp/old
 cp bench/dev/_old_rows.cu /tmp/old/kernels/scan_hopper_rows.cu
-(cmake -S . -B build-new $CFG >/dev/null && cmake --build build-new -j8 --target flashspec_bench >/dev/null 2>&1 || echo NEW BUILD FAILED) &
-(cmake -S /tmp/old -B /tmp/old/build $CFG >/dev/null && cmake --build /tmp/old/build -j8 --target flashspec_bench >/dev/null 2>&1 || echo OLD BUILD FAILED) &
+build_bench build-new &
+build_bench /tmp/old/build /tmp/old &
 wait
 for round in 1 2; do
   for v in old new; do
