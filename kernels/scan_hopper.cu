@@ -95,7 +95,7 @@ struct Args {
     fs_record *recs; /* [rows][n_recs]: record (row, CTA) at row * n_recs + blockIdx.x */
     int64_t n_recs;
     int64_t rows, V, vocab_offset, global_vocab, words;
-    int n_items, kblocks, w_evict_first, tail_on;
+    int n_items, kblocks, tail_on;
     fs_tail_args tail;
 };
 
@@ -210,7 +210,8 @@ __global__ void __launch_bounds__(THREADS, 1)
                          : "memory");
             asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmh))
                          : "memory");
-            const uint64_t pol_w = a.w_evict_first ? policy_evict_first() : policy_evict_normal();
+            /* one row block: a W tile is dead after its only use */
+            const uint64_t pol_w = policy_evict_first();
             const uint64_t pol_h = policy_evict_last();
             int s = 0;
             uint32_t ph = 0;
@@ -505,8 +506,6 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
                    D, tail); /* kblocks: per 64-wide box; launch() makes it per stage */
     a.n_recs = n_recs;
     a.n_items = (int)num_tiles(V_local);
-    /* one row block: a W tile is dead after its only use */
-    a.w_evict_first = 1;
 
     CUtensorMap tw;
     if ((e = make_map(&tw, W, is_bf16, D, V_local, BM)) != cudaSuccess)
