@@ -11,7 +11,6 @@
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cuda_common.cuh" /* fs_tail_args, fs_record, fs_row_desc */
@@ -72,16 +71,6 @@ static __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorM
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
                  ".L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
                  "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar), "l"(policy)
-                 : "memory");
-}
-
-/* A hint, no completion: the box is brought into L2 ahead of its load, so
- * the HBM stream keeps going while every stage is full. */
-static __device__ __forceinline__ void tma_prefetch_2d(const CUtensorMap *map, int c0, int c1,
-                                                uint64_t policy)
-{
-    asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile.L2::cache_hint [%0, {%1, %2}], %3;\n"
-                 ::"l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "l"(policy)
                  : "memory");
 }
 
@@ -171,19 +160,6 @@ static inline cudaError_t make_map(CUtensorMap *map, const void *base, int is_bf
     return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
-/* W k-block steps that the producer prefetches into L2 ahead of its loads
- * (0: none).  FLASHSPEC_HOPPER_PREFETCH sets it for experiments. */
-static inline int fs_hopper_prefetch_steps()
-{
-    static int pf = -1;
-    if (pf < 0) {
-        const char *e = getenv("FLASHSPEC_HOPPER_PREFETCH");
-        const int v = e && *e ? atoi(e) : 0;
-        pf = v < 0 ? 0 : v > 64 ? 64 : v;
-    }
-    return pf;
-}
-
 /* The fields both Hopper scans' kernel arguments share (each kernel's Args
  * names them alike), filled in one place. */
 template <class A>
@@ -203,7 +179,6 @@ static inline void fill_scan_args(A &a, const fs_row_desc *descs, const float *b
     a.words = (global_vocab + 31) / 32;
     a.kblocks = (int)((D + BK - 1) / BK);
     a.tail_on = tail ? 1 : 0;
-    a.pf = fs_hopper_prefetch_steps();
     if (tail)
         a.tail = *tail;
     else

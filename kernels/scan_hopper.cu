@@ -95,7 +95,7 @@ struct Args {
     fs_record *recs; /* [rows][n_recs]: record (row, CTA) at row * n_recs + blockIdx.x */
     int64_t n_recs;
     int64_t rows, V, vocab_offset, global_vocab, words;
-    int n_items, kblocks, tail_on, pf;
+    int n_items, kblocks, tail_on;
     fs_tail_args tail;
 };
 
@@ -226,14 +226,6 @@ __global__ void __launch_bounds__(THREADS, 1)
                                     FSH_FULL(s), pol_w);
                         tma_load_2d(sH + s * C::H_BYTES + h * C::HBOX, &tmh, k, 0, FSH_FULL(s),
                                     pol_h);
-                    }
-                    if (a.pf) { /* the W box of step (vt, kb) + pf into L2 */
-                        const int q = kb + a.pf;
-                        const int pt = vt + (q / KB) * (int)gridDim.x, pk = q % KB;
-                        if (pt < a.n_items)
-#pragma unroll
-                            for (int h = 0; h < C::KS; ++h)
-                                tma_prefetch_2d(&tmw, (pk * C::KS + h) * BK, pt * BM, pol_w);
                     }
                     if (++s == C::STAGES) {
                         s = 0;

@@ -78,7 +78,7 @@ struct Args {
     const uint32_t *allowed;
     fs_record *recs; /* record (row, slot) at row * slots + slot */
     int64_t rows, V, vocab_offset, global_vocab, words;
-    int n_rb, slots, units, kblocks, tail_on, pf;
+    int n_rb, slots, units, kblocks, tail_on;
     fs_tail_args tail;
 };
 
@@ -470,15 +470,6 @@ __device__ __forceinline__ void issue_step(int j, const CUtensorMap *tmw, const 
     for (int i = 0; i < nu; ++i)
         tma_load_2d(sW + st * W_BYTES + i * WU_BYTES, tmw, kb * BK, (u + i) * UNIT, full, pol_w);
     tma_load_2d(sH + st * H_BYTES, tmh, kb * BK, rb * BR, full, pol_h);
-    /* W of step j + pf into L2 (once per slot): the HBM stream goes on while
-       the epilogue holds every stage */
-    const int q = j + a.pf, nsteps = ((u1 - u0 + 1) / 2) * a.kblocks;
-    if (a.pf && rb == 0 && q < nsteps) {
-        const int pt = q / a.kblocks, pk = q - pt * a.kblocks;
-        const int pu = u0 + 2 * pt, pn = u1 - pu >= 2 ? 2 : 1;
-        for (int i = 0; i < pn; ++i)
-            tma_prefetch_2d(tmw, pk * BK, (pu + i) * UNIT, policy_evict_normal());
-    }
 }
 
 template <bool BF16>
