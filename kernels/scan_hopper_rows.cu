@@ -43,6 +43,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "hopper_ptx.cuh"
@@ -78,7 +79,7 @@ struct Args {
     const uint32_t *allowed;
     fs_record *recs; /* record (row, slot) at row * slots + slot */
     int64_t rows, V, vocab_offset, global_vocab, words;
-    int n_rb, slots, units, kblocks, tail_on;
+    int n_rb, slots, units, kblocks, tail_on, w_normal;
     fs_tail_args tail;
 };
 
@@ -461,7 +462,7 @@ __device__ __forceinline__ void issue_step(int j, const CUtensorMap *tmw, const 
 {
     /* a W unit is read by the n_rb CTAs of its slot, about together; the
        policies are made here, not kept in registers across the epilogue */
-    const uint64_t pol_w = a.n_rb == 1 ? policy_evict_first() : policy_evict_normal();
+    const uint64_t pol_w = a.n_rb == 1 && !a.w_normal ? policy_evict_first() : policy_evict_normal();
     const uint64_t pol_h = policy_evict_last();
     const int t = j / a.kblocks, kb = j - t * a.kblocks;
     const int u = u0 + 2 * t, nu = u1 - u >= 2 ? 2 : 1;
@@ -646,6 +647,10 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
     a.n_rb = (int)n_rb;
     a.slots = (int)slots;
     a.units = (int)units;
+    { /* experiment (session 5): W loads evict_normal even with one row block */
+        const char *e = getenv("FLASHSPEC_HOPPER_W_NORMAL");
+        a.w_normal = e && *e == '1';
+    }
 
     CUtensorMap tw, th;
     cudaError_t e = make_map(&tw, W, is_bf16, D, V_local, UNIT);
