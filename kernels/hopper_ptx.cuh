@@ -11,6 +11,7 @@
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda_common.cuh" /* fs_tail_args, fs_record, fs_row_desc */
@@ -179,6 +180,10 @@ static inline void fill_scan_args(A &a, const fs_row_desc *descs, const float *b
     a.words = (global_vocab + 31) / 32;
     a.kblocks = (int)((D + BK - 1) / BK);
     a.tail_on = tail ? 1 : 0;
+    { /* experiment (session 5): W loads evict_normal instead of evict_first */
+        const char *e = getenv("FLASHSPEC_HOPPER_W_NORMAL");
+        a.w_normal = e && *e == '1';
+    }
     if (tail)
         a.tail = *tail;
     else

@@ -95,7 +95,7 @@ struct Args {
     fs_record *recs; /* [rows][n_recs]: record (row, CTA) at row * n_recs + blockIdx.x */
     int64_t n_recs;
     int64_t rows, V, vocab_offset, global_vocab, words;
-    int n_items, kblocks, tail_on;
+    int n_items, kblocks, tail_on, w_normal;
     fs_tail_args tail;
 };
 
@@ -211,7 +211,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmh))
                          : "memory");
             /* one row block: a W tile is dead after its only use */
-            const uint64_t pol_w = policy_evict_first();
+            const uint64_t pol_w = a.w_normal ? policy_evict_normal() : policy_evict_first();
             const uint64_t pol_h = policy_evict_last();
             int s = 0;
             uint32_t ph = 0;

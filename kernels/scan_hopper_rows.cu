@@ -43,7 +43,6 @@
 
 #include <math.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "hopper_ptx.cuh"
@@ -647,10 +646,6 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
     a.n_rb = (int)n_rb;
     a.slots = (int)slots;
     a.units = (int)units;
-    { /* experiment (session 5): W loads evict_normal even with one row block */
-        const char *e = getenv("FLASHSPEC_HOPPER_W_NORMAL");
-        a.w_normal = e && *e == '1';
-    }
 
     CUtensorMap tw, th;
     cudaError_t e = make_map(&tw, W, is_bf16, D, V_local, UNIT);
