@@ -11,7 +11,6 @@
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cuda_common.cuh" /* fs_tail_args, fs_record, fs_row_desc */
@@ -73,13 +72,6 @@ static __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorM
                  ".L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
                  "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar), "l"(policy)
                  : "memory");
-}
-
-static __device__ __forceinline__ uint64_t policy_evict_first()
-{
-    uint64_t p;
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
-    return p;
 }
 
 static __device__ __forceinline__ uint64_t policy_evict_last()
@@ -180,10 +172,6 @@ static inline void fill_scan_args(A &a, const fs_row_desc *descs, const float *b
     a.words = (global_vocab + 31) / 32;
     a.kblocks = (int)((D + BK - 1) / BK);
     a.tail_on = tail ? 1 : 0;
-    { /* experiment (session 5): W loads evict_normal instead of evict_first */
-        const char *e = getenv("FLASHSPEC_HOPPER_W_NORMAL");
-        a.w_normal = e && *e == '1';
-    }
     if (tail)
         a.tail = *tail;
     else

@@ -95,7 +95,7 @@ struct Args {
     fs_record *recs; /* [rows][n_recs]: record (row, CTA) at row * n_recs + blockIdx.x */
     int64_t n_recs;
     int64_t rows, V, vocab_offset, global_vocab, words;
-    int n_items, kblocks, tail_on, w_normal;
+    int n_items, kblocks, tail_on;
     fs_tail_args tail;
 };
 
@@ -210,8 +210,12 @@ __global__ void __launch_bounds__(THREADS, 1)
                          : "memory");
             asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmh))
                          : "memory");
-            /* one row block: a W tile is dead after its only use */
-            const uint64_t pol_w = a.w_normal ? policy_evict_normal() : policy_evict_first();
+            /* W evict_normal although a tile is dead after its only use:
+               evict_first costs 1.5-4% a call once the L2 is full of dirty
+               lines, as it is after the previous layers (and after the
+               benchmark's flush) -- it raised DRAM reads by ~4%, likely the
+               256-byte promotion's other half dropped before its load */
+            const uint64_t pol_w = policy_evict_normal();
             const uint64_t pol_h = policy_evict_last();
             int s = 0;
             uint32_t ph = 0;

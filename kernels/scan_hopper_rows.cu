@@ -78,7 +78,7 @@ struct Args {
     const uint32_t *allowed;
     fs_record *recs; /* record (row, slot) at row * slots + slot */
     int64_t rows, V, vocab_offset, global_vocab, words;
-    int n_rb, slots, units, kblocks, tail_on, w_normal;
+    int n_rb, slots, units, kblocks, tail_on;
     fs_tail_args tail;
 };
 
@@ -459,9 +459,10 @@ __device__ __forceinline__ void issue_step(int j, const CUtensorMap *tmw, const 
                                            uint32_t sW, uint32_t sH, uint32_t full, int rb, int u0,
                                            int u1, const Args &a)
 {
-    /* a W unit is read by the n_rb CTAs of its slot, about together; the
-       policies are made here, not kept in registers across the epilogue */
-    const uint64_t pol_w = a.n_rb == 1 && !a.w_normal ? policy_evict_first() : policy_evict_normal();
+    /* a W unit is read by the n_rb CTAs of its slot, about together; even
+       with one row block evict_normal beats evict_first (see scan_hopper.cu);
+       the policies are made here, not kept in registers across the epilogue */
+    const uint64_t pol_w = policy_evict_normal();
     const uint64_t pol_h = policy_evict_last();
     const int t = j / a.kblocks, kb = j - t * a.kblocks;
     const int u = u0 + 2 * t, nu = u1 - u >= 2 ? 2 : 1;
