@@ -41,15 +41,18 @@ enum fs_hopper_kernel { FS_HOPPER_AUTO = 0, FS_HOPPER_TILE = 1, FS_HOPPER_ROWS =
 #define FS_HOPPER_TILE_MAX_ROWS 160
 
 /* The automatic choice takes FS_HOPPER_ROWS for FS_HOPPER_ROWS_MIN_DEFAULT ..
- * FS_HOPPER_ROWS_ONE_BLOCK_MAX rows (one full row block) and past
- * FS_HOPPER_TILE_MAX_ROWS; fs_hopper_opts.rows_min > 0 replaces the rule by
- * "rows kernel from rows_min rows". */
+ * FS_HOPPER_ROWS_ONE_BLOCK_MAX rows (one full row block; not for verify) and
+ * past FS_HOPPER_TILE_MAX_ROWS; fs_hopper_opts.rows_min > 0 replaces the rule
+ * by "rows kernel from rows_min rows". */
 #define FS_HOPPER_ROWS_MIN_DEFAULT 97
 #define FS_HOPPER_ROWS_ONE_BLOCK_MAX 128
 
 typedef struct fs_hopper_opts {
     int kernel;               /* enum fs_hopper_kernel (TILE is honoured up to 160 rows) */
     int64_t rows_min;         /* FS_HOPPER_AUTO: rows kernel from this many rows; 0 = default */
+    int verify;               /* the rows are fs_verify's (drafts excluded / selected): the
+                                 automatic choice keeps the tile kernel up to
+                                 FS_HOPPER_TILE_MAX_ROWS rows */
     const fs_tail_args *tail; /* the op's end, run by the last CTA (op_tail.cuh); NULL: the
                                  caller merges the records itself */
 } fs_hopper_opts;
