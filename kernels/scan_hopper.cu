@@ -213,8 +213,9 @@ __global__ void __launch_bounds__(THREADS, 1)
             /* W evict_normal although a tile is dead after its only use:
                evict_first costs 1.5-4% a call once the L2 is full of dirty
                lines, as it is after the previous layers (and after the
-               benchmark's flush) -- it raised DRAM reads by ~4%, likely the
-               256-byte promotion's other half dropped before its load */
+               benchmark's flush) -- in the rows kernel it raised DRAM reads
+               ~4% past W's size (ncu), likely the 256-byte promotion's other
+               half dropped before its load */
             const uint64_t pol_w = policy_evict_normal();
             const uint64_t pol_h = policy_evict_last();
             int s = 0;
