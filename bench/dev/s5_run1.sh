@@ -4,6 +4,7 @@
 # kernels; (b) the rows kernel with its epilogue compiled out
 # (FSHR_PROBE_NO_EPI: the mainloop alone, wrong tokens); (c) the rows
 # kernel's SASS for offline reading.
+# Needs commit b0e9bad (the prefetch knob was reverted in a30eea4).
 source "$(dirname "$0")/common.sh"
 build_bench build-a &
 ( cmake -S . -B build-probe -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a-real \

@@ -3,6 +3,8 @@
 # than its ncu duration (cuBLAS: ~8 us).  ncu after the benchmark's own L2
 # flush (--cache-control none: L2 full of the memset's dirty lines, as in the
 # timed calls); the W policy (evict_first vs normal); the tile kernel at 128.
+# Needs commit d524e74 (FLASHSPEC_HOPPER_W_NORMAL, rows kernel only; the
+# knob went when evict_normal became the default in 2eac044).
 source "$(dirname "$0")/common.sh"
 build_bench build-a
 B=build-a/bench/flashspec_bench

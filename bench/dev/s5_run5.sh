@@ -2,6 +2,8 @@
 # Session 5, run 5: W loads evict_first (current) vs evict_normal in both
 # Hopper kernels (FLASHSPEC_HOPPER_W_NORMAL=1), rows where one row block runs,
 # two alternating rounds.
+# Needs commit ce70b51 (the knob went when evict_normal became the default
+# in 2eac044).
 source "$(dirname "$0")/common.sh"
 build_bench build-a
 B=build-a/bench/flashspec_bench
