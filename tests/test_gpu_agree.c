@@ -206,6 +206,10 @@ static void test_fused_bf16(void **state)
         /* tile kernel row blocks of 48 and 96 (65 rows above takes 80) */
         {1, FS_DTYPE_BF16, 4099, 136, 40, 0, 1},
         {1, FS_DTYPE_BF16, 3001, 100, 90, 1, 0},
+        /* rows kernel: 3-9 tiles per slot, so both consumers come back for
+           more, with more k-blocks than pipeline stages; the last row block
+           of the 129 sample rows has one row (one m64 block) */
+        {1, FS_DTYPE_BF16, 30011, 520, 129, 0, 0},
     };
     run_cases(cs, sizeof cs / sizeof cs[0]);
 }

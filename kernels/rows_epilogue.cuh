@@ -1,0 +1,395 @@
+/* The rows-as-M Hopper scan's epilogue (scan_hopper_rows.cu): one row's
+ * share of a vocabulary tile, straight from the wgmma accumulators.
+ *
+ * Layout (wgmma m64nN, fp32): a thread holds NA = N / 2 accumulators of one
+ * m64 block, for 2 rows (HALF 0 / 1: rows ga and ga + 8 of its warp's 16) and
+ * the columns 8 j + 2 gc + e (j < N / 8, e < 2), gc = lane % 4.  So the 4
+ * lanes of a quad hold a row's N tokens between them, N / 4 each, and every
+ * 16-token noise block (record.h) lies in one quad: 4 tokens per lane, j =
+ * 2 k, 2 k + 1 for local block k.
+ *
+ * Per row and tile: scores in place, the thread's max / argmax / sum of exp
+ * over its tokens (one exponential per token) into its carried record; then
+ * the noise blocks: the quad's partial block sums are reduce-scattered so each
+ * lane owns N / 64 of the row's N / 16 blocks, draws their Gumbel keys, and a
+ * key that beats the row's best is resolved to a token by an inverse CDF
+ * across the quad.  Templated on NA so that one code serves any tile width
+ * that is a multiple of 64 tokens. */
+#ifndef FS_ROWS_EPILOGUE_CUH
+#define FS_ROWS_EPILOGUE_CUH
+
+#include <math.h>
+#include <stdint.h>
+
+#include "philox.h"
+#include "record.h"
+#include "record_shfl.cuh"
+
+namespace fshr {
+/* One row's state in one thread: its partial record (carried across the
+ * CTA's tiles) and the pruning bar shared by the quad.  The descriptor stays
+ * in shared memory: registers go to the accumulators. */
+struct RowState {
+    fs_record rec;
+    const fs_row_desc *d; /* shared memory */
+    int row;
+    int scan;  /* row in range and FS_ROWF_VALID */
+    int noisy; /* scan and not greedy */
+    float bar; /* best key seen by the quad for this row: a block below it cannot win */
+};
+
+__device__ __forceinline__ float quad_max(float x)
+{
+    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+    return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+
+/* Accumulator of row HALF, column 8 j + 2 gc + e. */
+#define FSHR_ACC(j, e) acc[4 * (j) + 2 * HALF + (e)]
+
+/* 2^x on the special-function unit (what __expf uses). */
+__device__ __forceinline__ float ex2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+/* The epilogue works in logit units: a token's score is v * it (it = 1/T),
+ * where v is its logit (plus its bias when the call has a bias; -inf when
+ * masked, out of range or removed), so the fast path writes nothing back and
+ * exp(s - m) is one FFMA and one ex2.  This makes v ready in place: masks,
+ * bias and the tile's range, and the exceptional tokens -- the excluded one
+ * leaves (its score goes into the record alone), the selected one's score is
+ * kept.  Slow paths only where a warp needs them. */
+template <int HALF, int NA, class A>
+__device__ __forceinline__ void prepare(RowState &r, float (&acc)[NA], int64_t v0, int ncols,
+                                        int gc, const A &a)
+{
+    constexpr int NJ = NA / 4;
+    const int64_t g0 = a.vocab_offset + v0;
+    const float it = r.d->inv_temp;
+    if (a.allowed || a.bias) {
+        /* ids fit in 32 bits (global_vocab <= INT32_MAX) */
+        const uint32_t *arow = a.allowed ? a.allowed + (int64_t)r.row * a.words : nullptr;
+        const float *brow = a.bias ? a.bias + (int64_t)r.row * a.global_vocab : nullptr;
+        const int id0 = (int)g0 + 2 * gc;
+#pragma unroll
+        for (int j = 0; j < NJ; ++j) {
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const int col = 8 * j + 2 * gc + e, id = id0 + 8 * j + e;
+                bool ok = r.scan && col < ncols;
+                float b = 0.0f;
+                if (ok && arow)
+                    ok = (__ldg(&arow[id >> 5]) >> (id & 31)) & 1u;
+                if (ok && brow)
+                    b = __ldg(&brow[id]);
+                FSHR_ACC(j, e) = ok ? FSHR_ACC(j, e) + b : -INFINITY;
+            }
+            /* keep the compiler from hoisting all 64 loads at once */
+            if ((j & 3) == 3)
+                asm volatile("" ::: "memory");
+        }
+    } else if (ncols < 8 * NJ) {
+        /* column 8 j + 2 gc + e is in range iff 8 j + e < lim */
+        const int lim = ncols - 2 * gc;
+#pragma unroll
+        for (int j = 0; j < NJ; ++j)
+#pragma unroll
+            for (int e = 0; e < 2; ++e)
+                FSHR_ACC(j, e) = 8 * j + e < lim ? FSHR_ACC(j, e) : -INFINITY;
+    }
+    /* the excluded / selected token, if this thread holds it in this tile */
+    const int64_t cx = (int64_t)r.d->excluded - g0, cs = (int64_t)r.d->selected - g0;
+    const bool hx = r.scan && cx >= 0 && cx < ncols && ((cx >> 1) & 3) == gc;
+    const bool hs = r.scan && cs >= 0 && cs < ncols && ((cs >> 1) & 3) == gc;
+    if (__any_sync(0xffffffffu, hx || hs)) {
+#pragma unroll
+        for (int j = 0; j < NJ; ++j)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const int col = 8 * j + 2 * gc + e;
+                const float x = fs_score(FSHR_ACC(j, e), 0.0f, it);
+                if (hs && col == cs && x > -INFINITY && x < INFINITY)
+                    r.rec.sel_s = x;
+                if (hx && col == cx) {
+                    fs_record_push(&r.rec, r.d, (int32_t)(g0 + col), x);
+                    FSHR_ACC(j, e) = -INFINITY;
+                }
+            }
+    }
+}
+
+/* The thread's max m (logit units) and its lowest column, and per-block
+ * sums S4[k] of exp(s - m * it) over its 4 tokens of block k.  Max and argmax
+ * run as 8 independent chains: one chain of 64 compares is latency-bound. */
+template <int HALF, int NA>
+__device__ __forceinline__ void lse_part(const float (&acc)[NA], float c, float &m, int &mcol,
+                                         int gc, float (&S4)[NA / 8])
+{
+    constexpr int NJ = NA / 4, NB = NA / 8;
+    float mk[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k)
+        mk[k] = fmaxf(fmaxf(FSHR_ACC(k, 0), FSHR_ACC(k, 1)), fmaxf(FSHR_ACC(k + 8, 0), FSHR_ACC(k + 8, 1)));
+#pragma unroll
+    for (int q = 2; q < NJ / 8; q += 2)
+#pragma unroll
+        for (int k = 0; k < 8; ++k)
+            mk[k] = fmaxf(mk[k], fmaxf(fmaxf(FSHR_ACC(k + 8 * q, 0), FSHR_ACC(k + 8 * q, 1)),
+                                       fmaxf(FSHR_ACC(k + 8 * q + 8, 0), FSHR_ACC(k + 8 * q + 8, 1))));
+    m = fmaxf(fmaxf(fmaxf(mk[0], mk[1]), fmaxf(mk[2], mk[3])),
+              fmaxf(fmaxf(mk[4], mk[5]), fmaxf(mk[6], mk[7])));
+    /* the lowest column holding m: columns ascend with (j, e) */
+    int ck[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+        ck[k] = 1 << 20;
+#pragma unroll
+        for (int q = NJ / 8 - 1; q >= 0; --q)
+#pragma unroll
+            for (int e = 1; e >= 0; --e)
+                ck[k] = FSHR_ACC(k + 8 * q, e) == m ? 8 * (k + 8 * q) + 2 * gc + e : ck[k];
+    }
+    mcol = min(min(min(ck[0], ck[1]), min(ck[2], ck[3])), min(min(ck[4], ck[5]), min(ck[6], ck[7])));
+    const float nb = m > -INFINITY ? -m * c : 0.0f;
+#pragma unroll
+    for (int k = 0; k < NB; ++k)
+        S4[k] = (ex2(fmaf(FSHR_ACC(2 * k, 0), c, nb)) + ex2(fmaf(FSHR_ACC(2 * k, 1), c, nb))) +
+                (ex2(fmaf(FSHR_ACC(2 * k + 1, 0), c, nb)) + ex2(fmaf(FSHR_ACC(2 * k + 1, 1), c, nb)));
+}
+
+/* Reduce-scatter of the quad's block sums, in groups of 8 blocks (NB / 8
+ * groups): lane gc ends with the whole sums of blocks 2 gc, 2 gc + 1 of each
+ * group (own[2 g], own[2 g + 1] for group g; 16 blocks: 2 gc, 2 gc + 1,
+ * 2 gc + 8, 2 gc + 9).  Two rounds: lanes gc ^ 2 swap the halves of each
+ * group ({0-3} / {4-7}), then lanes gc ^ 1 swap pairs. */
+template <int NB>
+__device__ __forceinline__ void reduce_scatter(const float (&S4)[NB], int gc, float (&own)[NB / 4])
+{
+    const bool hi2 = gc & 2, hi1 = gc & 1;
+    float k8[NB / 2]; /* round 1: blocks {0..3, 8..11, ..} (lanes 0, 1) or {4..7, 12..15, ..} */
+#pragma unroll
+    for (int i = 0; i < NB / 2; ++i) {
+        const int lo = (i & 3) + (i >> 2) * 8; /* blocks of lanes 0, 1 */
+        const float mine = hi2 ? S4[lo + 4] : S4[lo];
+        const float give = hi2 ? S4[lo] : S4[lo + 4];
+        k8[i] = mine + __shfl_xor_sync(0xffffffffu, give, 2);
+    }
+    /* round 2: within k8 (blocks b, b+1, b+2, b+3, b+8, ...: base 0 or 4), lane
+       bit 1 picks {2, 3, 10, 11} of the base, bit 0 clear {0, 1, 8, 9} */
+#pragma unroll
+    for (int i = 0; i < NB / 4; ++i) {
+        const int lo = (i & 1) + (i >> 1) * 4; /* k8 index kept by hi1 == 0 */
+        const float mine = hi1 ? k8[lo + 2] : k8[lo];
+        const float give = hi1 ? k8[lo] : k8[lo + 2];
+        own[i] = mine + __shfl_xor_sync(0xffffffffu, give, 1);
+    }
+}
+
+/* Local block of own[i] for lane gc: 2 gc + (i & 1) + 8 (i >> 1). */
+__device__ __forceinline__ int own_block(int gc, int i)
+{
+    return 2 * gc + (i & 1) + 8 * (i >> 1);
+}
+
+/* Inverse CDF inside local block K (any lane's value, the same in the
+ * quad) of this row, run by the whole quad with target T (relative to the
+ * quad reference: weights exp2(v c + nb), nb = -M c in logit units): every
+ * lane returns the chosen column (-1 if the block has no weight) and that
+ * token's value v.  Token order: first half
+ * (columns 16K + 0..7: lane 0's two, lane 1's, ...), then the second half
+ * (16K + 8..15).  The accumulators are read through selects on K so that
+ * every lane runs the same code (reading them on a divergent path would
+ * serialise the next tile's wgmma). */
+template <int HALF, int NA>
+__device__ __forceinline__ int quad_pick(const float (&acc)[NA], int K, float c, float nb, int gc,
+                                         float T, float *value)
+{
+    constexpr int NB = NA / 8;
+    float x0 = -INFINITY, x1 = -INFINITY, x2 = -INFINITY, x3 = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < NB; ++k) {
+        x0 = k == K ? FSHR_ACC(2 * k, 0) : x0;
+        x1 = k == K ? FSHR_ACC(2 * k, 1) : x1;
+        x2 = k == K ? FSHR_ACC(2 * k + 1, 0) : x2;
+        x3 = k == K ? FSHR_ACC(2 * k + 1, 1) : x3;
+    }
+    const float w0 = ex2(fmaf(x0, c, nb)), w1 = ex2(fmaf(x1, c, nb));
+    const float w2 = ex2(fmaf(x2, c, nb)), w3 = ex2(fmaf(x3, c, nb));
+    /* inclusive scans across the quad of each half's pair sums */
+    const float ha = w0 + w1, hb = w2 + w3;
+    float sa = ha, sb = hb;
+#pragma unroll
+    for (int d = 1; d < 4; d <<= 1) {
+        const float ua = __shfl_up_sync(0xffffffffu, sa, d, 4);
+        const float ub = __shfl_up_sync(0xffffffffu, sb, d, 4);
+        if (gc >= d) {
+            sa += ua;
+            sb += ub;
+        }
+    }
+    const float A = __shfl_sync(0xffffffffu, sa, 3, 4); /* first half's total */
+    const float ea = sa - ha, eb = A + sb - hb;         /* exclusive starts */
+    const float c0 = ea + w0, c1 = c0 + w1, c2 = eb + w2, c3 = c2 + w3;
+    /* bit = order position: set where the cumulative sum passes T */
+    uint32_t past = (T < c0 ? 1u : 0u) << (2 * gc) | (T < c1 ? 1u : 0u) << (2 * gc + 1) |
+                    (T < c2 ? 1u : 0u) << (8 + 2 * gc) | (T < c3 ? 1u : 0u) << (9 + 2 * gc);
+    uint32_t pos = (w0 > 0.0f ? 1u : 0u) << (2 * gc) | (w1 > 0.0f ? 1u : 0u) << (2 * gc + 1) |
+                   (w2 > 0.0f ? 1u : 0u) << (8 + 2 * gc) | (w3 > 0.0f ? 1u : 0u) << (9 + 2 * gc);
+    past &= pos;
+    past |= __shfl_xor_sync(0xffffffffu, past, 1);
+    past |= __shfl_xor_sync(0xffffffffu, past, 2);
+    pos |= __shfl_xor_sync(0xffffffffu, pos, 1);
+    pos |= __shfl_xor_sync(0xffffffffu, pos, 2);
+    /* the first token past T, or (rounding) the last one with weight */
+    const int p = past ? __ffs(past) - 1 : pos ? 31 - __clz(pos) : 0;
+    /* its score, from the lane that holds order position p */
+    const int h = (p & 7) >> 1, second = p >> 3, e = p & 1;
+    const float mine = second ? (e ? x3 : x2) : (e ? x1 : x0);
+    *value = __shfl_sync(0xffffffffu, mine, ((threadIdx.x & 31) & ~3) + h);
+    return pos ? 16 * K + p : -1; /* order position p is column 16 K + p */
+}
+
+/* The Gumbel keys of the blocks this lane owns; the quad's best key of the
+ * tile, if it beats the row's best so far, is resolved to a token (only the
+ * tile's best block can).  Whole warps call this. */
+template <int HALF, int NA>
+__device__ __forceinline__ void noise(RowState &r, const float (&acc)[NA], int64_t g0, int gc,
+                                      float Ml, float c, float it, const float (&own)[NA / 32])
+{
+    constexpr int NB = NA / 8;
+    /* the quad reference in score units (own[] are sums of exp(s - M)) */
+    const float M = Ml * it, nb = Ml > -INFINITY ? -Ml * c : 0.0f;
+    /* global block of local block 0 (a multiple of 16 when the shard offset
+       is) and the Philox words of the owned blocks */
+    const uint32_t B0 = (uint32_t)(g0 / FS_NOISE_BLOCK);
+    float bk = -INFINITY, bT = 0.0f;
+    int bb = NB;
+#pragma unroll
+    for (int h = 0; h < NB / 8; ++h) {
+        const uint32_t b = B0 + (uint32_t)own_block(gc, 2 * h);
+        const bool any = r.noisy && (own[2 * h] > 0.0f || own[2 * h + 1] > 0.0f);
+        uint32_t wg[2] = {0u, 0u}, wu[2] = {0u, 0u};
+        if (any) {
+            if ((b & 1u) == 0u) { /* blocks b, b + 1: one Philox call */
+                const fs_u32x4 w = fs_philox_draw(r.d->seed, r.d->offset, r.d->position,
+                                                  FS_PURPOSE_GUMBEL, b >> 1);
+                wg[0] = w.v[0];
+                wu[0] = w.v[1];
+                wg[1] = w.v[2];
+                wu[1] = w.v[3];
+            } else {
+                fs_block_words(r.d->seed, r.d->offset, r.d->position, b, &wg[0], &wu[0]);
+                fs_block_words(r.d->seed, r.d->offset, r.d->position, b + 1, &wg[1], &wu[1]);
+            }
+        }
+#pragma unroll
+        for (int q = 0; q < 2; ++q) {
+            const int i = 2 * h + q;
+            if (any && own[i] > 0.0f) {
+                const float lw = M + logf(own[i]);
+                if (!fs_block_hopeless(lw, r.bar)) {
+                    const float key = lw + fs_gumbel(wg[q]);
+                    if (key > bk) { /* own blocks ascend within h, and with h */
+                        bk = key;
+                        bb = own_block(gc, i);
+                        bT = fs_uniform(wu[q]) * own[i];
+                    }
+                }
+            }
+        }
+    }
+    /* the quad's best (key, block): lowest block on equal keys */
+#pragma unroll
+    for (int m = 1; m < 4; m <<= 1) {
+        const float ok = __shfl_xor_sync(0xffffffffu, bk, m);
+        const int ob = __shfl_xor_sync(0xffffffffu, bb, m);
+        const float oT = __shfl_xor_sync(0xffffffffu, bT, m);
+        if (ok > bk || (ok == bk && ob < bb)) {
+            bk = ok;
+            bb = ob;
+            bT = oT;
+        }
+    }
+    float vc;
+    const int col = quad_pick<HALF, NA>(acc, bb, c, nb, gc, bT, &vc);
+    const float sc = fs_score(vc, 0.0f, it);
+    if (col >= 0 && bb < NB && (bk > r.bar || bk == r.bar)) {
+        const int32_t id = (int32_t)(g0 + col);
+        if (fs_beats(bk, id, r.rec.best_key, r.rec.best_id)) {
+            r.rec.best_key = bk;
+            r.rec.best_id = id;
+            r.rec.best_s = sc;
+        }
+        r.bar = fmaxf(r.bar, bk);
+    }
+}
+
+/* One row's epilogue for one tile. */
+template <int HALF, int NA, class A>
+__device__ __forceinline__ void row_tile(RowState &r, float (&acc)[NA], int64_t v0, int ncols,
+                                         int gc, const A &a)
+{
+    constexpr int NB = NA / 8;
+    const int64_t g0 = a.vocab_offset + v0;
+    prepare<HALF, NA>(r, acc, v0, ncols, gc, a);
+    const float it = r.d->inv_temp, c = it * 1.4426950408889634f;
+    float m, S4[NB];
+    int mcol;
+    lse_part<HALF, NA>(acc, c, m, mcol, gc, S4);
+    float tot = 0.0f;
+#pragma unroll
+    for (int k = 0; k < NB; ++k)
+        tot += S4[k];
+    /* a NaN or +inf value makes the max infinite or the sum NaN: the row's
+       status is then FS_ROW_NONFINITE whatever else the record holds */
+    if (r.scan) {
+        if (m == INFINITY || !(tot == tot))
+            r.rec.flags |= FS_REC_NONFINITE;
+        else if (m > -INFINITY)
+            fs_record_add_lse(&r.rec, fs_score(m, 0.0f, it), (int32_t)(g0 + mcol), tot);
+    }
+    if (!__any_sync(0xffffffffu, r.noisy))
+        return;
+    /* the quad's common reference for the block sums */
+    const float Ml = quad_max(m);
+    const float f = m > -INFINITY ? ex2((m - Ml) * c) : 0.0f;
+#pragma unroll
+    for (int k = 0; k < NB; ++k)
+        S4[k] *= f;
+    float own[NB / 4];
+    reduce_scatter<NB>(S4, gc, own);
+    noise<HALF, NA>(r, acc, g0, gc, Ml, c, it, own);
+}
+
+#undef FSHR_ACC
+
+/* d: the row's descriptor in shared memory. */
+__device__ __forceinline__ void row_init(RowState &r, int row, const fs_row_desc *d, int64_t rows)
+{
+    fs_record_init(&r.rec);
+    r.row = row;
+    r.d = d;
+    r.bar = -INFINITY;
+    r.scan = row < rows && (d->flags & FS_ROWF_VALID) ? 1 : 0;
+    r.noisy = r.scan && !(d->flags & FS_ROWF_GREEDY);
+}
+
+/* The merge of the quad's records of the row; all 32 lanes take part and
+ * every lane gets it. */
+__device__ __forceinline__ fs_record quad_record(const RowState &r)
+{
+    fs_record rec = r.rec;
+#pragma unroll
+    for (int m = 1; m < 4; m <<= 1) {
+        const fs_record o = fs_record_shfl_xor(rec, m);
+        fs_record_merge(&rec, &o);
+    }
+    return rec;
+}
+
+} // namespace fshr
+
+#endif
