@@ -74,6 +74,41 @@ static __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorM
                  : "memory");
 }
 
+/* The same load delivered to the CTAs of the cluster named in cta_mask, at
+ * the same shared-memory offsets (dst and bar) in each, each CTA's barrier
+ * receiving the bytes that land there: one L2 read for all of them. */
+static __device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const CUtensorMap *map,
+                                                             int c0, int c1, uint32_t bar,
+                                                             uint16_t cta_mask, uint64_t policy)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 ".multicast::cluster.L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5, %6;\n" ::"r"(dst),
+                 "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar), "h"(cta_mask),
+                 "l"(policy)
+                 : "memory");
+}
+
+/* Arrive on the barrier at local address bar in cluster CTA `rank`.  Default
+ * (.release.cta) semantics, as for a local arrive: what it orders is this
+ * warp's wgmma reads of the stage, already complete (wgmma.wait_group); a
+ * cluster-scope release would add a fence to every k-block. */
+static __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t rank)
+{
+    asm volatile("{\n.reg .b32 ra;\n"
+                 "mapa.shared::cluster.u32 ra, %0, %1;\n"
+                 "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
+                 "r"(rank)
+                 : "memory");
+}
+
+/* Every thread of every CTA of the cluster (whole warps). */
+static __device__ __forceinline__ void cluster_sync()
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\n"
+                 "barrier.cluster.wait.acquire.aligned;\n" ::
+                     : "memory");
+}
+
 static __device__ __forceinline__ uint64_t policy_evict_last()
 {
     uint64_t p;

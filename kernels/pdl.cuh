@@ -26,10 +26,10 @@ static __device__ __forceinline__ void fs_pdl_launch_dependents()
 }
 
 /* A launch configuration that allows the kernel to overlap its predecessor
- * (when `overlap`, i.e. on sm_90+). */
+ * (when `overlap`, i.e. on sm_90+), optionally in clusters of CTAs along x. */
 struct fs_pdl_config {
     cudaLaunchConfig_t cfg;
-    cudaLaunchAttribute attr;
+    cudaLaunchAttribute attr[2];
     fs_pdl_config(dim3 grid, dim3 block, size_t smem, cudaStream_t stream, bool overlap)
     {
         cfg = cudaLaunchConfig_t{};
@@ -37,10 +37,21 @@ struct fs_pdl_config {
         cfg.blockDim = block;
         cfg.dynamicSmemBytes = smem;
         cfg.stream = stream;
-        attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attr.val.programmaticStreamSerializationAllowed = 1;
-        cfg.attrs = &attr;
+        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[0].val.programmaticStreamSerializationAllowed = 1;
+        cfg.attrs = attr;
         cfg.numAttrs = overlap ? 1 : 0;
+    }
+    /* gridDim.x must be a multiple of n */
+    void cluster_x(unsigned n)
+    {
+        if (n <= 1)
+            return;
+        cudaLaunchAttribute &c = attr[cfg.numAttrs++];
+        c.id = cudaLaunchAttributeClusterDimension;
+        c.val.clusterDim.x = n;
+        c.val.clusterDim.y = 1;
+        c.val.clusterDim.z = 1;
     }
 };
 

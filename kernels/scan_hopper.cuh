@@ -40,12 +40,13 @@ enum fs_hopper_kernel { FS_HOPPER_AUTO = 0, FS_HOPPER_TILE = 1, FS_HOPPER_ROWS =
 
 #define FS_HOPPER_TILE_MAX_ROWS 160
 
-/* The automatic choice takes FS_HOPPER_ROWS for FS_HOPPER_ROWS_MIN_DEFAULT ..
- * FS_HOPPER_ROWS_ONE_BLOCK_MAX rows (one full row block; not for verify) and
- * past FS_HOPPER_TILE_MAX_ROWS; fs_hopper_opts.rows_min > 0 replaces the rule
- * by "rows kernel from rows_min rows". */
+/* The automatic choice takes FS_HOPPER_ROWS from FS_HOPPER_ROWS_MIN_DEFAULT
+ * rows up, and for verify only past FS_HOPPER_TILE_MAX_ROWS (H100, session 6:
+ * at 129-160 rows the rows kernel, its two row blocks in a cluster sharing W,
+ * wins for sample and draft argmax and loses for verify);
+ * fs_hopper_opts.rows_min > 0 replaces the rule by "rows kernel from rows_min
+ * rows". */
 #define FS_HOPPER_ROWS_MIN_DEFAULT 97
-#define FS_HOPPER_ROWS_ONE_BLOCK_MAX 128
 
 typedef struct fs_hopper_opts {
     int kernel;               /* enum fs_hopper_kernel (TILE is honoured up to 160 rows) */

@@ -1,44 +1,53 @@
 /* Hopper (sm_90a) fused LM-head scan for large row batches: rows as the
- * wgmma M dimension, ping-pong consumers.
+ * wgmma M dimension.
  *
- *   logits = H . W^T, rows = wgmma M (two m64 blocks per tile), vocabulary =
- *   wgmma N (128 per tile), K = D.
+ *   logits = H . W^T, rows = wgmma M (64 per consumer warpgroup), vocabulary
+ *   = wgmma N (256 per tile), K = D.
  *
  * Why a second kernel: the vocabulary-as-M kernel (scan_hopper.cu) keeps a
  * tile's logits in an fp32 shared-memory buffer for its epilogue, which caps
- * its rows at 160 and its pipeline depth.  With rows as M a thread's
- * accumulators hold 4 rows x 32 tokens, the four lanes of a quad hold all 128
- * tokens of those rows, and the epilogue works from registers
- * (rows_epilogue.cuh).
+ * its tile at 128 tokens and re-reads H from L2 for every 128 tokens; from
+ * ~128 rows up that traffic binds (L2 serves ~7 TB/s, and the W stream
+ * itself costs twice its size there: fill + read).  With rows as M a
+ * thread's accumulators hold 2 rows x 64 tokens, the four lanes of a quad
+ * hold all 256 tokens of those rows, and the epilogue works from registers.
  *
  *   CTA        3 warpgroups, one CTA per SM: a producer (one thread issues
- *              the TMA; setmaxnreg gives its registers away) and two
- *              consumers with 232 registers each.
- *   ping-pong  consumer c takes the CTA's tiles c, c + 2, ...: each owns a
- *              whole 128-row x 128-token tile (128 accumulators), so one's
- *              epilogue runs while the other's wgmmas keep the tensor cores
- *              busy.  (Session 5: the previous design, both warpgroups on one
- *              128 x 256 tile, idled the tensor cores through a serial
- *              epilogue -- 16-60 us per tile at 128-256 rows.)  A consumer
- *              starts a mainloop only after the other has finished its
- *              previous one (named barriers): the mbarriers tell phases
- *              apart by parity only, and the tensor cores serve one
- *              mainloop at a time anyway.
+ *              the TMA; setmaxnreg hands its registers to the others) and 2
+ *              consumers with 240 registers a thread.  The producer refills
+ *              a stage the moment it is free, whatever the consumers are
+ *              doing.  With thread 0 of a consumer as the producer a refill
+ *              waited for that warp to come back from its wgmma wait, and in
+ *              a cluster for the peer CTA too: W multicast lost 5% at 256
+ *              rows (session 4); with this producer it gains 5-20% at 200 -
+ *              256 rows (session 6).
  *   work       CTA = (row block of 128 rows, slot).  The vocabulary is cut into
- *              128-token units (one tile each); slot s owns a contiguous range
- *              of them (the slots' ranges differ by at most one unit).  The
- *              row blocks of one slot run side by side and share W through
- *              L2.
- *   pipeline   6 stages of { W 128 x 64, H 128 x 64 }, 128-byte swizzle,
- *              full/empty mbarriers; a stage is released once its consumer's
- *              wgmmas have read it.
- *   records    one per (row, slot): the two consumers' records of the row,
- *              merged.
- *   tail       the last CTA merges and finalizes the op (op_tail.cuh). */
+ *              128-token units, and slot s owns a contiguous range of them
+ *              (the slots' ranges differ by at most one unit), taken as
+ *              256-token tiles plus a last half tile when the count is odd: the
+ *              W bytes per CTA are balanced to one unit, where 256-token tiles
+ *              alone leave the last wave half empty at 128 rows.  The row
+ *              blocks of one slot run side by side and share W through L2;
+ *              two of them form a cluster and each loads one 128-token W box
+ *              of a step for both (TMA multicast: W read from L2 once per
+ *              slot), releasing a stage to both producers.
+ *   pipeline   4 stages of { W 256 x 64 (two 128-row TMA boxes; one for a half
+ *              tile), H 128 x 64 }, 128-byte swizzle, full/empty mbarriers.
+ *              A stage is refilled as soon as all consumer warps (of the
+ *              cluster) are past it; the last stage of a tile is released
+ *              before the epilogue, so 4 k-blocks of the next tile stream in
+ *              under it.
+ *   epilogue   per row and tile, from registers (rows_epilogue.cuh): 2 rows
+ *              x 64 tokens per thread, 16 noise blocks per row and tile.
+ *   records    one per (row, slot): the merge of its lanes' records.
+ *   tail       the last CTA merges and finalizes the op (op_tail.cuh).
+ *
+ * The tensor cores idle during the epilogue; the TMA keeps streaming. */
 #include "scan_hopper_rows.cuh"
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "hopper_ptx.cuh"
@@ -52,19 +61,20 @@ namespace fshr {
 
 using namespace fshp;
 
-constexpr int BR = 128;            /* rows per CTA and tile: two m64 blocks */
-constexpr int BV = 128;            /* tokens per tile (wgmma N) = one unit of work */
-constexpr int UNIT = BV;
+constexpr int BR = 128;            /* rows per CTA: 2 consumer warpgroups x 64 */
+constexpr int BV = 256;            /* tokens per tile (wgmma N) */
+constexpr int UNIT = 128;          /* tokens per unit of work (one W TMA box) */
 constexpr int WG = 128;            /* threads per warpgroup */
-constexpr int THREADS = 3 * WG;    /* producer, consumer 0, consumer 1 */
+constexpr int NCW = 8;             /* consumer warps */
+constexpr int NCT = NCW * 32;      /* consumer threads */
+constexpr int THREADS = WG + NCT;  /* producer warpgroup first */
 constexpr int W_BYTES = BV * BK * 2;
 constexpr int H_BYTES = BR * BK * 2;
 constexpr int STAGE_BYTES = W_BYTES + H_BYTES;
-constexpr int STAGES = 6;
+constexpr int STAGES = 4;
 constexpr int BAR_BYTES = 2 * STAGES * 8 + 16;
 constexpr int DESC_BYTES = BR * (int)sizeof(fs_row_desc);
-constexpr int XREC_BYTES = BR * (int)sizeof(fs_record);
-constexpr int SMEM = 1024 + STAGES * STAGE_BYTES + BAR_BYTES + DESC_BYTES + XREC_BYTES;
+constexpr int SMEM = 1024 + STAGES * STAGE_BYTES + BAR_BYTES + DESC_BYTES;
 static_assert(SMEM <= SMEM_MAX, "smem");
 
 struct Args {
@@ -87,69 +97,43 @@ __host__ __device__ __forceinline__ void slot_range(int slot, int slots, int uni
 
 #if FSH_SM90A
 
-constexpr int NCT = 2 * WG; /* consumer threads */
-/* registers per thread after setmaxnreg: 128 x 40 + 256 x 232 <= 64K */
-constexpr int PRODUCER_REGS = 40;
-constexpr int CONSUMER_REGS = 232;
+constexpr int WU_BYTES = UNIT * BK * 2; /* one W TMA box */
+/* registers per thread after setmaxnreg: 128 x 24 + 256 x 240 <= 64K */
+constexpr int PRODUCER_REGS = 24;
+constexpr int CONSUMER_REGS = 240;
 /* named barriers (0 is __syncthreads) */
 constexpr int BAR_CONSUMERS = 1;
 constexpr int BAR_TAIL = 2;
-constexpr int BAR_ORDER = 3; /* + c: "consumer c may start its next mainloop" */
 
-/* Step j of this CTA's sequence (tile j / KB, k-block j % KB) into stage
- * j % STAGES. */
+/* Producer side of the pipeline, run by thread 0: step j of this CTA's
+ * sequence (tile j / KB, k-block j % KB) into stage j % STAGES.  In a
+ * cluster of CL > 1 row blocks (CTA rank = row block) rank i < nu loads W box
+ * i for every CTA of the cluster. */
+template <int CL>
 __device__ __forceinline__ void issue_step(int j, const CUtensorMap *tmw, const CUtensorMap *tmh,
                                            uint32_t sW, uint32_t sH, uint32_t full, int rb, int u0,
-                                           const Args &a, uint64_t pol_w, uint64_t pol_h)
+                                           int u1, const Args &a)
 {
+    /* a W unit is read by the n_rb CTAs of its slot, about together; even
+       with one row block evict_normal beats evict_first (see scan_hopper.cu);
+       the policies are made here, not kept in registers across the epilogue */
+    const uint64_t pol_w = policy_evict_normal();
+    const uint64_t pol_h = policy_evict_last();
     const int t = j / a.kblocks, kb = j - t * a.kblocks;
+    const int u = u0 + 2 * t, nu = u1 - u >= 2 ? 2 : 1;
     const int st = j % STAGES;
-    mbar_expect_tx(full, (uint32_t)STAGE_BYTES);
-    tma_load_2d(sW + st * W_BYTES, tmw, kb * BK, (u0 + t) * UNIT, full, pol_w);
+    mbar_expect_tx(full, (uint32_t)(nu * WU_BYTES + H_BYTES));
+    if (CL == 1) {
+        for (int i = 0; i < nu; ++i)
+            tma_load_2d(sW + st * W_BYTES + i * WU_BYTES, tmw, kb * BK, (u + i) * UNIT, full, pol_w);
+    } else if (rb < nu) {
+        tma_load_2d_multicast(sW + st * W_BYTES + rb * WU_BYTES, tmw, kb * BK, (u + rb) * UNIT,
+                              full, (uint16_t)((1u << CL) - 1u), pol_w);
+    }
     tma_load_2d(sH + st * H_BYTES, tmh, kb * BK, rb * BR, full, pol_h);
 }
 
-/* A consumer's mainloop for tile t (steps t KB .. t KB + KB - 1): rows 0-63
- * and 64-127 against the same 128 tokens; TWO = false skips the second m64
- * block (a row block of at most 64 rows).  A template, not a branch between
- * the wgmmas: ptxas would fence the accumulators around one. */
-template <bool BF16, bool TWO>
-__device__ __forceinline__ void mainloop(float (&acc0)[BV / 2], float (&acc1)[BV / 2], int t,
-                                         int KB, uint32_t sW, uint32_t sH, uint32_t sBar, int lane)
-{
-    int j = t * KB;
-    for (int kb = 0; kb < KB; ++kb, ++j) {
-        const int s = j % STAGES;
-        mbar_wait(sBar + 8u * (uint32_t)s, (uint32_t)(j / STAGES) & 1u);
-        __syncwarp();
-        wg_fence();
-        const uint32_t h = sH + s * H_BYTES, w = sW + s * W_BYTES;
-#pragma unroll
-        for (int kk = 0; kk < BK / 16; ++kk) {
-            const int sc = (kb == 0 && kk == 0) ? 0 : 1;
-            Wgmma<BV, BF16>::mma(acc0, make_desc(h + kk * 32), make_desc(w + kk * 32), sc);
-            if (TWO)
-                Wgmma<BV, BF16>::mma(acc1, make_desc(h + 64 * BK * 2 + kk * 32),
-                                     make_desc(w + kk * 32), sc);
-        }
-        wg_commit();
-        wg_wait<1>();
-        fence_acc(acc0);
-        if (TWO)
-            fence_acc(acc1);
-        /* step j - 1's wgmmas are done: its stage can be refilled */
-        if (kb > 0 && lane == 0)
-            mbar_arrive(sBar + 8u * (uint32_t)(STAGES + (j - 1) % STAGES));
-    }
-    wg_wait<0>();
-    fence_acc(acc0);
-    if (TWO)
-        fence_acc(acc1);
-    if (lane == 0)
-        mbar_arrive(sBar + 8u * (uint32_t)(STAGES + (j - 1) % STAGES));
-}
-
-template <bool BF16>
+template <bool BF16, int CL>
 __global__ void __launch_bounds__(THREADS, 1)
     fshr_scan_kernel(const __grid_constant__ CUtensorMap tmw, const __grid_constant__ CUtensorMap tmh,
                      const Args a)
@@ -161,11 +145,9 @@ __global__ void __launch_bounds__(THREADS, 1)
     const uint32_t sW = sbase;
     const uint32_t sH = sbase + STAGES * W_BYTES;
     const uint32_t sBar = sbase + STAGES * STAGE_BYTES;
-    unsigned char *after_bars = smem + STAGES * STAGE_BYTES + BAR_BYTES;
     unsigned int *tail_flag =
         reinterpret_cast<unsigned int *>(smem + STAGES * STAGE_BYTES + 2 * STAGES * 8);
-    fs_row_desc *s_desc = reinterpret_cast<fs_row_desc *>(after_bars);
-    fs_record *s_xrec = reinterpret_cast<fs_record *>(after_bars + DESC_BYTES);
+    fs_row_desc *s_desc = reinterpret_cast<fs_row_desc *>(smem + STAGES * STAGE_BYTES + BAR_BYTES);
 #define FSHR_FULL(s) (sBar + 8u * (uint32_t)(s))
 #define FSHR_EMPTY(s) (sBar + 8u * (uint32_t)(STAGES + (s)))
 
@@ -173,40 +155,40 @@ __global__ void __launch_bounds__(THREADS, 1)
     const int rb = blockIdx.x % a.n_rb, slot = blockIdx.x / a.n_rb;
     int u0, u1;
     slot_range(slot, a.slots, a.units, &u0, &u1);
-    const int n_tiles = u1 - u0;
+    const int n_tiles = (u1 - u0 + 1) / 2;
     const int steps = n_tiles * KB;
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(FSHR_FULL(s), 1);
-            mbar_init(FSHR_EMPTY(s), 4); /* the consumer's 4 warps */
+            mbar_init(FSHR_EMPTY(s), NCW * CL); /* every warp of the cluster */
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
         asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmw)) : "memory");
         asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmh)) : "memory");
     }
-    __syncthreads();
-
+    /* the peers' barriers must exist before a multicast or an arrive reaches them */
+    if (CL > 1)
+        cluster_sync();
+    else
+        __syncthreads();
     if (threadIdx.x < WG) {
         /* producer: W and H do not depend on the prep kernel, so it streams
            without waiting for it */
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS));
-        if (threadIdx.x == 0) {
-            /* a W unit is read by the n_rb CTAs of its slot, about together;
-               even with one row block evict_normal beats evict_first (see
-               scan_hopper.cu) */
-            const uint64_t pol_w = policy_evict_normal();
-            const uint64_t pol_h = policy_evict_last();
+        if (threadIdx.x == 0)
             for (int j = 0; j < steps; ++j) {
                 const int s = j % STAGES;
-                if (j >= STAGES)
+                if (j >= STAGES) /* step j - STAGES released by every warp of the cluster */
                     mbar_wait(FSHR_EMPTY(s), (uint32_t)(j / STAGES - 1) & 1u);
-                issue_step(j, &tmw, &tmh, sW, sH, FSHR_FULL(s), rb, u0, a, pol_w, pol_h);
+                issue_step<CL>(j, &tmw, &tmh, sW, sH, FSHR_FULL(s), rb, u0, u1, a);
             }
-        }
+        __syncwarp();
         fs_pdl_launch_dependents();
+        /* no CTA leaves while a peer may still arrive on its barriers */
+        if (CL > 1)
+            cluster_sync();
         return;
     }
-
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
     /* the row descriptors come from the prep kernel, which may still be
        running (programmatic launch) */
@@ -214,7 +196,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     fs_pdl_launch_dependents();
 
     const int ct = threadIdx.x - WG, lane = ct & 31;
-    const int c = ct >> 7, wi = (ct >> 5) & 3;
+    const int cw = ct >> 7, wi = (ct >> 5) & 3;
     const int ga = lane >> 2, gc = lane & 3;
     if (ct < BR) {
         const int row = rb * BR + ct;
@@ -228,71 +210,64 @@ __global__ void __launch_bounds__(THREADS, 1)
         }
     }
     fs_named_bar(BAR_CONSUMERS, NCT);
-    /* local rows of this thread: lr, lr + 8 (first m64 block), lr + 64,
-       lr + 72 (second) */
-    const int lr = 16 * wi + ga;
-    const bool two = a.rows - (int64_t)rb * BR > 64;
-    RowState r00, r01, r10, r11;
-    row_init(r00, rb * BR + lr, s_desc + lr, a.rows);
-    row_init(r01, rb * BR + lr + 8, s_desc + lr + 8, a.rows);
-    row_init(r10, rb * BR + lr + 64, s_desc + lr + 64, a.rows);
-    row_init(r11, rb * BR + lr + 72, s_desc + lr + 72, a.rows);
+    const int lr = cw * 64 + 16 * wi + ga; /* local row of r0; r1 is lr + 8 */
+    RowState r0, r1;
+    row_init(r0, rb * BR + lr, s_desc + lr, a.rows);
+    row_init(r1, rb * BR + lr + 8, s_desc + lr + 8, a.rows);
 
-    float acc0[BV / 2], acc1[BV / 2];
+    float acc[128];
 #pragma unroll
-    for (int i = 0; i < BV / 2; ++i) {
-        acc0[i] = 0.0f;
-        acc1[i] = 0.0f;
-    }
-    for (int t = c; t < n_tiles; t += 2) {
-        /* wait for the other consumer's mainloop of tile t - 1: a full barrier
-           tells phases apart only by parity, so a consumer may wait on a
-           stage only when its previous fill has been waited for */
-        if (t > 0)
-            fs_named_bar(BAR_ORDER + c, NCT);
-        if (two)
-            mainloop<BF16, true>(acc0, acc1, t, KB, sW, sH, sBar, lane);
-        else
-            mainloop<BF16, false>(acc0, acc1, t, KB, sW, sH, sBar, lane);
-        if (t + 1 < n_tiles)
-            asm volatile("bar.arrive %0, %1;\n" ::"r"(BAR_ORDER + (c ^ 1)), "r"(NCT) : "memory");
-        const int64_t v0 = (int64_t)(u0 + t) * UNIT;
-        const int nc = (int)(a.V - v0 < BV ? a.V - v0 : BV);
-#if FSHR_PROBE_NO_EPI /* timing probe: the mainloop alone (wrong results) */
-        r00.rec.best_key = fmaxf(r00.rec.best_key, fmaxf(acc0[0], acc1[63]) + (float)nc);
-#else
-        row_tile<0>(r00, acc0, v0, nc, gc, a);
-        row_tile<1>(r01, acc0, v0, nc, gc, a);
-        if (two) {
-            row_tile<0>(r10, acc1, v0, nc, gc, a);
-            row_tile<1>(r11, acc1, v0, nc, gc, a);
+    for (int i = 0; i < 128; ++i)
+        acc[i] = 0.0f;
+    /* step i's stage is free once all 8 consumer warps of every CTA of the
+       cluster are past it (a multicast refills it everywhere) */
+    auto release = [&](int i) {
+        const int ps = i % STAGES;
+        if (lane == 0) {
+            mbar_arrive(FSHR_EMPTY(ps));
+#pragma unroll
+            for (int r = 1; r < CL; ++r)
+                mbar_arrive_cluster(FSHR_EMPTY(ps), (uint32_t)((rb + r) % CL));
         }
+        __syncwarp();
+    };
+    int j = 0; /* next step */
+    for (int t = 0; t < n_tiles; ++t) {
+        for (int kb = 0; kb < KB; ++kb, ++j) {
+            const int s = j % STAGES;
+            mbar_wait(FSHR_FULL(s), (uint32_t)(j / STAGES) & 1u);
+            __syncwarp();
+            wg_fence();
+            mma_kblock<256, BF16>(acc, sH + s * H_BYTES + cw * (64 * BK * 2), sW + s * W_BYTES,
+                                  kb == 0);
+            wg_commit();
+            wg_wait<1>();
+            fence_acc(acc);
+            if (kb > 0)
+                release(j - 1);
+        }
+        wg_wait<0>();
+        fence_acc(acc);
+        release(j - 1); /* before the epilogue: the next tile streams in under it */
+        const int u = u0 + 2 * t;
+        const int64_t v0 = (int64_t)u * UNIT;
+        int64_t nc = (int64_t)(u1 - u) * UNIT;
+        nc = nc < BV ? nc : BV;
+        nc = nc < a.V - v0 ? nc : a.V - v0;
+#if FSHR_PROBE_NO_EPI /* timing probe: the mainloop alone (wrong results) */
+        r0.rec.best_key = fmaxf(r0.rec.best_key, fmaxf(acc[0], acc[127]) + (float)nc);
+#else
+        row_tile<0>(r0, acc, v0, (int)nc, gc, a);
+        row_tile<1>(r1, acc, v0, (int)nc, gc, a);
 #endif
     }
-    /* one record per (row, slot): consumer 1 hands its rows to consumer 0 */
-    const fs_record q00 = quad_record(r00), q01 = quad_record(r01);
-    const fs_record q10 = quad_record(r10), q11 = quad_record(r11);
-    if (c == 1 && gc == 0) {
-        s_xrec[lr] = q00;
-        s_xrec[lr + 8] = q01;
-        s_xrec[lr + 64] = q10;
-        s_xrec[lr + 72] = q11;
-    }
-    fs_named_bar(BAR_CONSUMERS, NCT);
-    if (c == 0 && gc == 0) {
-        auto put = [&](const fs_record &q, int local) {
-            const int64_t row = (int64_t)rb * BR + local;
-            if (row < a.rows) {
-                fs_record rec = q;
-                fs_record_merge(&rec, &s_xrec[local]);
-                a.recs[row * a.slots + slot] = rec;
-            }
-        };
-        put(q00, lr);
-        put(q01, lr + 8);
-        put(q10, lr + 64);
-        put(q11, lr + 72);
-    }
+    const fs_record q0 = quad_record(r0), q1 = quad_record(r1);
+    if (gc == 0 && r0.row < a.rows)
+        a.recs[(int64_t)r0.row * a.slots + slot] = q0;
+    if (gc == 0 && r1.row < a.rows)
+        a.recs[(int64_t)r1.row * a.slots + slot] = q1;
+    if (CL > 1)
+        cluster_sync();
     if (a.tail_on)
         fs_op_tail(a.tail, a.recs, a.slots, a.rows, a.descs, ct, NCT, BAR_TAIL, tail_flag,
                    reinterpret_cast<fs_record *>(smem), /* the stages: all consumed */
@@ -303,7 +278,7 @@ __global__ void __launch_bounds__(THREADS, 1)
 
 #else /* not sm_90a: the kernel exists (for the host stub) but is empty */
 
-template <bool BF16>
+template <bool BF16, int CL>
 __global__ void __launch_bounds__(THREADS, 1)
     fshr_scan_kernel(const __grid_constant__ CUtensorMap tmw, const __grid_constant__ CUtensorMap tmh,
                      const Args a)
@@ -312,11 +287,67 @@ __global__ void __launch_bounds__(THREADS, 1)
 
 #endif /* FSH_SM90A */
 
-template <bool BF16> cudaError_t configure(int device)
+template <bool BF16, int CL>
+cudaError_t launch(fs_pdl_config &pc, const CUtensorMap &tw, const CUtensorMap &th, const Args &a,
+                   int device)
 {
     static unsigned long long done = 0;
-    return set_smem_once(reinterpret_cast<const void *>(fshr_scan_kernel<BF16>), SMEM, &done,
-                         device);
+    cudaError_t e = set_smem_once(reinterpret_cast<const void *>(fshr_scan_kernel<BF16, CL>), SMEM,
+                                  &done, device);
+    if (e != cudaSuccess)
+        return e;
+    pc.cluster_x(CL);
+    return cudaLaunchKernelEx(&pc.cfg, fshr_scan_kernel<BF16, CL>, tw, th, a);
+}
+
+/* Clusters of the two row blocks of a slot when there are two: W is then
+ * read from L2 once per slot instead of once per row block (session 6, 200 -
+ * 256 rows: 5-20% faster).  Three row blocks (257 - 384 rows) gained nothing
+ * in clusters of 3, of which only 39 fit at once (117 SMs).
+ * FLASHSPEC_HOPPER_NO_MULTICAST=1 turns clusters off (for A/B runs). */
+int cluster_size(int64_t n_rb)
+{
+    static int off = -1;
+    if (off < 0) {
+        const char *s = getenv("FLASHSPEC_HOPPER_NO_MULTICAST");
+        off = s && *s && *s != '0' ? 1 : 0;
+    }
+    return n_rb == 2 && !off ? 2 : 1;
+}
+
+/* Clusters of cl CTAs the current device holds at once (0: unknown): the
+ * GPCs' SM counts need not be multiples of cl, and a cluster that does not
+ * fit waits for a second wave. */
+template <int CL> int max_clusters_query()
+{
+    int device = 0, n = 0;
+    if (cudaGetDevice(&device) != cudaSuccess)
+        return 0;
+    static unsigned long long done = 0;
+    if (set_smem_once(reinterpret_cast<const void *>(fshr_scan_kernel<true, CL>), SMEM, &done,
+                      device) != cudaSuccess)
+        return 0;
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute at;
+    at.id = cudaLaunchAttributeClusterDimension;
+    at.val.clusterDim.x = CL;
+    at.val.clusterDim.y = 1;
+    at.val.clusterDim.z = 1;
+    cfg.gridDim = dim3(CL);
+    cfg.blockDim = dim3(THREADS);
+    cfg.dynamicSmemBytes = SMEM;
+    cfg.attrs = &at;
+    cfg.numAttrs = 1;
+    if (cudaOccupancyMaxActiveClusters(&n, fshr_scan_kernel<true, CL>, &cfg) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return n;
+}
+
+int max_clusters(int cl)
+{
+    return cl == 2 ? max_clusters_query<2>() : cl == 3 ? max_clusters_query<3>() : 0;
 }
 
 int64_t row_blocks(int64_t rows)
@@ -331,7 +362,14 @@ extern "C" int64_t fs_hopper_rows_slots(int64_t V_local, int64_t rows, int sm_co
     if (V_local <= 0 || rows <= 0)
         return 0;
     const int64_t units = (V_local + fshr::UNIT - 1) / fshr::UNIT;
-    int64_t slots = sm_count / fshr::row_blocks(rows);
+    const int64_t n_rb = fshr::row_blocks(rows);
+    int64_t slots = sm_count / n_rb;
+    const int cl = fshr::cluster_size(n_rb);
+    if (cl > 1) {
+        const int mc = fshr::max_clusters(cl);
+        if (mc > 0 && mc < slots)
+            slots = mc;
+    }
     if (slots < 1)
         slots = 1;
     return slots < units ? slots : units;
@@ -365,14 +403,12 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
         return (int)e;
     /* programmatic launch: overlaps the prep kernel (see fs_pdl_wait above) */
     fs_pdl_config pc(dim3((unsigned)grid), dim3(THREADS), SMEM, stream, true);
-    if (is_bf16) {
-        if ((e = configure<true>(device)) != cudaSuccess)
-            return (int)e;
-        e = cudaLaunchKernelEx(&pc.cfg, fshr_scan_kernel<true>, tw, th, a);
-    } else {
-        if ((e = configure<false>(device)) != cudaSuccess)
-            return (int)e;
-        e = cudaLaunchKernelEx(&pc.cfg, fshr_scan_kernel<false>, tw, th, a);
-    }
+    const int cl = cluster_size(n_rb);
+    if (cl == 2)
+        e = is_bf16 ? launch<true, 2>(pc, tw, th, a, device) : launch<false, 2>(pc, tw, th, a, device);
+    else if (cl == 3)
+        e = is_bf16 ? launch<true, 3>(pc, tw, th, a, device) : launch<false, 3>(pc, tw, th, a, device);
+    else
+        e = is_bf16 ? launch<true, 1>(pc, tw, th, a, device) : launch<false, 1>(pc, tw, th, a, device);
     return (int)(e != cudaSuccess ? e : cudaGetLastError());
 }

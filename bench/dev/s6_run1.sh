@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 6, run 1 (needs the order barrier: a run without it crashed at 151936 x 4096): the ping-pong rows kernel.  GPU tests with the rows kernel
+# Session 6, run 1 (commit ed0c8c3; a first try without the order barrier
+# crashed at 151936 x 4096): the ping-pong rows kernel.  GPU tests with the rows kernel
 # forced (agreement, statistics) and the default choice (agreement, graph,
 # bad input); SASS check; then A/B against the previous rows kernel
 # (ab_base.tar = git archive of 495bea6), two alternating rounds.
