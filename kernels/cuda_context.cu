@@ -97,6 +97,10 @@ extern "C" fs_status fs_cuda_context_init(fs_context *ctx, int device_ordinal)
     ctx->hopper_rows_min = rmin && *rmin ? strtoll(rmin, NULL, 10) : 0;
     if (ctx->hopper_rows_min < 0)
         ctx->hopper_rows_min = 0;
+    /* FLASHSPEC_HOPPER_NO_MULTICAST=1: the rows kernel without its 2-CTA
+       clusters (A/B runs of the W multicast) */
+    const char *nomc = getenv("FLASHSPEC_HOPPER_NO_MULTICAST");
+    ctx->hopper_no_multicast = nomc && *nomc && *nomc != '0';
     int prev;
     fs_status st = fs_cuda_enter(ctx, &prev);
     if (st != FS_OK)

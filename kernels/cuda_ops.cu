@@ -94,6 +94,7 @@ cudaError_t launch_fused_scan(fs_context *ctx, const fs_op_args *a, fs_scan_args
         fs_hopper_aligned(h->weight, a->hidden)) {
         fs_hopper_opts o = {};
         o.rows_min = ctx->hopper_rows_min;
+        o.no_multicast = ctx->hopper_no_multicast;
         o.verify = a->op == FS_OP_VERIFY;
         o.tail = tail;
         const int64_t n_recs =

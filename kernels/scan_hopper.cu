@@ -472,7 +472,7 @@ extern "C" int64_t fs_hopper_records_per_row(int64_t V_local, int64_t rows, int 
         const int64_t nt = fsh::num_tiles(V_local);
         return nt < sm_count ? nt : sm_count;
     }
-    return fs_hopper_rows_slots(V_local, rows, sm_count);
+    return fs_hopper_rows_slots(V_local, rows, sm_count, !(opts && opts->no_multicast));
 }
 
 extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf16, int64_t V_local,
@@ -507,8 +507,8 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
 
     if (fs_hopper_kernel_for(rows, opts) == FS_HOPPER_ROWS)
         return fs_hopper_rows_launch(W, H, is_bf16, V_local, D, rows, vocab_offset, global_vocab,
-                                     descs, logit_bias, allowed, recs, n_recs, tail, device,
-                                     stream);
+                                     descs, logit_bias, allowed, recs, n_recs, tail,
+                                     !(opts && opts->no_multicast), device, stream);
 
     const int bn = pick_bn(rows);
     Args a;

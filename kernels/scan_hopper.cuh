@@ -54,6 +54,7 @@ typedef struct fs_hopper_opts {
     int verify;               /* the rows are fs_verify's (drafts excluded / selected): the
                                  automatic choice keeps the tile kernel up to
                                  FS_HOPPER_TILE_MAX_ROWS rows */
+    int no_multicast;         /* rows kernel: no 2-CTA clusters (A/B runs) */
     const fs_tail_args *tail; /* the op's end, run by the last CTA (op_tail.cuh); NULL: the
                                  caller merges the records itself */
 } fs_hopper_opts;

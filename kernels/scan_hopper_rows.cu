@@ -47,7 +47,6 @@
 
 #include <math.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "hopper_ptx.cuh"
@@ -116,7 +115,8 @@ __device__ __forceinline__ void issue_step(int j, const CUtensorMap *tmw, const 
 {
     /* a W unit is read by the n_rb CTAs of its slot, about together; even
        with one row block evict_normal beats evict_first (see scan_hopper.cu);
-       the policies are made here, not kept in registers across the epilogue */
+       the policies are made per step (one instruction each): the producer
+       runs on 24 registers */
     const uint64_t pol_w = policy_evict_normal();
     const uint64_t pol_h = policy_evict_last();
     const int t = j / a.kblocks, kb = j - t * a.kblocks;
@@ -287,13 +287,18 @@ __global__ void __launch_bounds__(THREADS, 1)
 
 #endif /* FSH_SM90A */
 
+template <bool BF16, int CL> cudaError_t configure(int device)
+{
+    static unsigned long long done = 0;
+    return set_smem_once(reinterpret_cast<const void *>(fshr_scan_kernel<BF16, CL>), SMEM, &done,
+                         device);
+}
+
 template <bool BF16, int CL>
 cudaError_t launch(fs_pdl_config &pc, const CUtensorMap &tw, const CUtensorMap &th, const Args &a,
                    int device)
 {
-    static unsigned long long done = 0;
-    cudaError_t e = set_smem_once(reinterpret_cast<const void *>(fshr_scan_kernel<BF16, CL>), SMEM,
-                                  &done, device);
+    cudaError_t e = configure<BF16, CL>(device);
     if (e != cudaSuccess)
         return e;
     pc.cluster_x(CL);
@@ -303,51 +308,37 @@ cudaError_t launch(fs_pdl_config &pc, const CUtensorMap &tw, const CUtensorMap &
 /* Clusters of the two row blocks of a slot when there are two: W is then
  * read from L2 once per slot instead of once per row block (session 6, 200 -
  * 256 rows: 5-20% faster).  Three row blocks (257 - 384 rows) gained nothing
- * in clusters of 3, of which only 39 fit at once (117 SMs).
- * FLASHSPEC_HOPPER_NO_MULTICAST=1 turns clusters off (for A/B runs). */
-int cluster_size(int64_t n_rb)
+ * in clusters of 3, of which only 39 fit at once (117 SMs). */
+int cluster_size(int64_t n_rb, int multicast)
 {
-    static int off = -1;
-    if (off < 0) {
-        const char *s = getenv("FLASHSPEC_HOPPER_NO_MULTICAST");
-        off = s && *s && *s != '0' ? 1 : 0;
-    }
-    return n_rb == 2 && !off ? 2 : 1;
+    return multicast && n_rb == 2 ? 2 : 1;
 }
 
-/* Clusters of cl CTAs the current device holds at once (0: unknown): the
- * GPCs' SM counts need not be multiples of cl, and a cluster that does not
- * fit waits for a second wave. */
-template <int CL> int max_clusters_query()
+/* 2-CTA clusters the current device holds at once (0: unknown), asked once
+ * per device: the GPCs' SM counts need not be even, and a cluster that does
+ * not fit waits for a second wave. */
+int max_clusters_2()
 {
+    static int known[64]; /* count + 1 once asked */
     int device = 0, n = 0;
     if (cudaGetDevice(&device) != cudaSuccess)
         return 0;
-    static unsigned long long done = 0;
-    if (set_smem_once(reinterpret_cast<const void *>(fshr_scan_kernel<true, CL>), SMEM, &done,
-                      device) != cudaSuccess)
+    if (device < 64) {
+        const int k = __atomic_load_n(&known[device], __ATOMIC_ACQUIRE);
+        if (k > 0)
+            return k - 1;
+    }
+    if (configure<true, 2>(device) != cudaSuccess)
         return 0;
-    cudaLaunchConfig_t cfg = {};
-    cudaLaunchAttribute at;
-    at.id = cudaLaunchAttributeClusterDimension;
-    at.val.clusterDim.x = CL;
-    at.val.clusterDim.y = 1;
-    at.val.clusterDim.z = 1;
-    cfg.gridDim = dim3(CL);
-    cfg.blockDim = dim3(THREADS);
-    cfg.dynamicSmemBytes = SMEM;
-    cfg.attrs = &at;
-    cfg.numAttrs = 1;
-    if (cudaOccupancyMaxActiveClusters(&n, fshr_scan_kernel<true, CL>, &cfg) != cudaSuccess) {
+    fs_pdl_config pc(dim3(2), dim3(THREADS), SMEM, nullptr, false);
+    pc.cluster_x(2);
+    if (cudaOccupancyMaxActiveClusters(&n, fshr_scan_kernel<true, 2>, &pc.cfg) != cudaSuccess) {
         (void)cudaGetLastError();
         return 0;
     }
+    if (device < 64)
+        __atomic_store_n(&known[device], n + 1, __ATOMIC_RELEASE);
     return n;
-}
-
-int max_clusters(int cl)
-{
-    return cl == 2 ? max_clusters_query<2>() : cl == 3 ? max_clusters_query<3>() : 0;
 }
 
 int64_t row_blocks(int64_t rows)
@@ -357,16 +348,16 @@ int64_t row_blocks(int64_t rows)
 
 } // namespace fshr
 
-extern "C" int64_t fs_hopper_rows_slots(int64_t V_local, int64_t rows, int sm_count)
+extern "C" int64_t fs_hopper_rows_slots(int64_t V_local, int64_t rows, int sm_count,
+                                        int multicast)
 {
     if (V_local <= 0 || rows <= 0)
         return 0;
     const int64_t units = (V_local + fshr::UNIT - 1) / fshr::UNIT;
     const int64_t n_rb = fshr::row_blocks(rows);
     int64_t slots = sm_count / n_rb;
-    const int cl = fshr::cluster_size(n_rb);
-    if (cl > 1) {
-        const int mc = fshr::max_clusters(cl);
+    if (fshr::cluster_size(n_rb, multicast) == 2) {
+        const int mc = fshr::max_clusters_2();
         if (mc > 0 && mc < slots)
             slots = mc;
     }
@@ -380,7 +371,7 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
                                      int64_t global_vocab, const fs_row_desc *descs,
                                      const float *logit_bias, const uint32_t *allowed,
                                      fs_record *recs, int64_t slots, const fs_tail_args *tail,
-                                     int device, cudaStream_t stream)
+                                     int multicast, int device, cudaStream_t stream)
 {
     using namespace fshr;
     const int64_t n_rb = row_blocks(rows);
@@ -403,11 +394,8 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
         return (int)e;
     /* programmatic launch: overlaps the prep kernel (see fs_pdl_wait above) */
     fs_pdl_config pc(dim3((unsigned)grid), dim3(THREADS), SMEM, stream, true);
-    const int cl = cluster_size(n_rb);
-    if (cl == 2)
+    if (cluster_size(n_rb, multicast) == 2)
         e = is_bf16 ? launch<true, 2>(pc, tw, th, a, device) : launch<false, 2>(pc, tw, th, a, device);
-    else if (cl == 3)
-        e = is_bf16 ? launch<true, 3>(pc, tw, th, a, device) : launch<false, 3>(pc, tw, th, a, device);
     else
         e = is_bf16 ? launch<true, 1>(pc, tw, th, a, device) : launch<false, 1>(pc, tw, th, a, device);
     return (int)(e != cudaSuccess ? e : cudaGetLastError());

@@ -15,17 +15,19 @@ extern "C" {
 #endif
 
 /* Records per row the kernel writes: one per "slot" (a CTA's share of the
- * vocabulary, for each row block). */
-int64_t fs_hopper_rows_slots(int64_t V_local, int64_t rows, int sm_count);
+ * vocabulary, for each row block).  multicast: two row blocks run as 2-CTA
+ * clusters sharing W (slots then capped at the clusters that fit). */
+int64_t fs_hopper_rows_slots(int64_t V_local, int64_t rows, int sm_count, int multicast);
 
 /* Record (row r, slot k) goes to recs[r * slots + k]; slots must be
- * fs_hopper_rows_slots(V_local, rows, sm_count).  tail: run by the last CTA
- * (NULL: none). */
+ * fs_hopper_rows_slots(V_local, rows, sm_count, multicast).  tail: run by the
+ * last CTA (NULL: none). */
 int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, int64_t V_local, int64_t D,
                           int64_t rows, int64_t vocab_offset, int64_t global_vocab,
                           const fs_row_desc *descs, const float *logit_bias,
                           const uint32_t *allowed, fs_record *recs, int64_t slots,
-                          const fs_tail_args *tail, int device, cudaStream_t stream);
+                          const fs_tail_args *tail, int multicast, int device,
+                          cudaStream_t stream);
 
 #ifdef __cplusplus
 }

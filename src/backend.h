@@ -54,6 +54,7 @@ struct fs_context {
     int cc_major, cc_minor;
     int hopper; /* use the sm_90a TMA + wgmma scan where the shape allows */
     int64_t hopper_rows_min; /* rows from which the rows-as-M Hopper kernel runs; 0 = its default */
+    int hopper_no_multicast; /* the rows kernel runs without 2-CTA clusters */
     char last_error[512];
 };
 
