@@ -121,26 +121,41 @@ __device__ __forceinline__ void prepare(RowState &r, float (&acc)[NA], int64_t v
     }
 }
 
-/* The thread's max m (logit units) and its lowest column, and per-block
- * sums S4[k] of exp(s - m * it) over its 4 tokens of block k.  Max and argmax
- * run as 8 independent chains: one chain of 64 compares is latency-bound. */
-template <int HALF, int NA>
-__device__ __forceinline__ void lse_part(const float (&acc)[NA], float c, float &m, int &mcol,
-                                         int gc, float (&S4)[NA / 8])
+/* max that returns NaN when either input is NaN (fmaxf drops it): the
+ * argmax-only epilogue has no sum of exponentials to carry a NaN. */
+__device__ __forceinline__ float fmax_nan(float a, float b)
 {
-    constexpr int NJ = NA / 4, NB = NA / 8;
+    float y;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b));
+    return y;
+}
+
+template <bool NANP> __device__ __forceinline__ float vmax(float a, float b)
+{
+    return NANP ? fmax_nan(a, b) : fmaxf(a, b);
+}
+
+/* The thread's max m (logit units) and its lowest column; NANP: m is NaN if
+ * a token is.  Max and argmax run as 8 independent chains: one chain of 64
+ * compares is latency-bound. */
+template <int HALF, int NA, bool NANP>
+__device__ __forceinline__ void max_part(const float (&acc)[NA], float &m, int &mcol, int gc)
+{
+    constexpr int NJ = NA / 4;
     float mk[8];
 #pragma unroll
     for (int k = 0; k < 8; ++k)
-        mk[k] = fmaxf(fmaxf(FSHR_ACC(k, 0), FSHR_ACC(k, 1)), fmaxf(FSHR_ACC(k + 8, 0), FSHR_ACC(k + 8, 1)));
+        mk[k] = vmax<NANP>(vmax<NANP>(FSHR_ACC(k, 0), FSHR_ACC(k, 1)),
+                           vmax<NANP>(FSHR_ACC(k + 8, 0), FSHR_ACC(k + 8, 1)));
 #pragma unroll
     for (int q = 2; q < NJ / 8; q += 2)
 #pragma unroll
         for (int k = 0; k < 8; ++k)
-            mk[k] = fmaxf(mk[k], fmaxf(fmaxf(FSHR_ACC(k + 8 * q, 0), FSHR_ACC(k + 8 * q, 1)),
-                                       fmaxf(FSHR_ACC(k + 8 * q + 8, 0), FSHR_ACC(k + 8 * q + 8, 1))));
-    m = fmaxf(fmaxf(fmaxf(mk[0], mk[1]), fmaxf(mk[2], mk[3])),
-              fmaxf(fmaxf(mk[4], mk[5]), fmaxf(mk[6], mk[7])));
+            mk[k] = vmax<NANP>(mk[k], vmax<NANP>(vmax<NANP>(FSHR_ACC(k + 8 * q, 0), FSHR_ACC(k + 8 * q, 1)),
+                                                 vmax<NANP>(FSHR_ACC(k + 8 * q + 8, 0),
+                                                            FSHR_ACC(k + 8 * q + 8, 1))));
+    m = vmax<NANP>(vmax<NANP>(vmax<NANP>(mk[0], mk[1]), vmax<NANP>(mk[2], mk[3])),
+                   vmax<NANP>(vmax<NANP>(mk[4], mk[5]), vmax<NANP>(mk[6], mk[7])));
     /* the lowest column holding m: columns ascend with (j, e) */
     int ck[8];
 #pragma unroll
@@ -153,6 +168,15 @@ __device__ __forceinline__ void lse_part(const float (&acc)[NA], float c, float 
                 ck[k] = FSHR_ACC(k + 8 * q, e) == m ? 8 * (k + 8 * q) + 2 * gc + e : ck[k];
     }
     mcol = min(min(min(ck[0], ck[1]), min(ck[2], ck[3])), min(min(ck[4], ck[5]), min(ck[6], ck[7])));
+}
+
+/* Per-block sums S4[k] of exp(s - m * it) over the thread's 4 tokens of
+ * block k (c = it / ln 2). */
+template <int HALF, int NA>
+__device__ __forceinline__ void block_sums(const float (&acc)[NA], float c, float m,
+                                           float (&S4)[NA / 8])
+{
+    constexpr int NB = NA / 8;
     const float nb = m > -INFINITY ? -m * c : 0.0f;
 #pragma unroll
     for (int k = 0; k < NB; ++k)
@@ -327,8 +351,10 @@ __device__ __forceinline__ void noise(RowState &r, const float (&acc)[NA], int64
     }
 }
 
-/* One row's epilogue for one tile. */
-template <int HALF, int NA, class A>
+/* One row's epilogue for one tile.  LSE = false (draft argmax: only the max
+ * and its id are read) skips the exponentials; the record's sum_exp is then
+ * meaningless. */
+template <int HALF, int NA, bool LSE, class A>
 __device__ __forceinline__ void row_tile(RowState &r, float (&acc)[NA], int64_t v0, int ncols,
                                          int gc, const A &a)
 {
@@ -336,9 +362,20 @@ __device__ __forceinline__ void row_tile(RowState &r, float (&acc)[NA], int64_t 
     const int64_t g0 = a.vocab_offset + v0;
     prepare<HALF, NA>(r, acc, v0, ncols, gc, a);
     const float it = r.d->inv_temp, c = it * 1.4426950408889634f;
-    float m, S4[NB];
+    float m;
     int mcol;
-    lse_part<HALF, NA>(acc, c, m, mcol, gc, S4);
+    max_part<HALF, NA, !LSE>(acc, m, mcol, gc);
+    if (!LSE) {
+        if (r.scan) {
+            if (m == INFINITY || !(m == m))
+                r.rec.flags |= FS_REC_NONFINITE;
+            else if (m > -INFINITY)
+                fs_record_add_lse(&r.rec, fs_score(m, 0.0f, it), (int32_t)(g0 + mcol), 1.0f);
+        }
+        return;
+    }
+    float S4[NB];
+    block_sums<HALF, NA>(acc, c, m, S4);
     float tot = 0.0f;
 #pragma unroll
     for (int k = 0; k < NB; ++k)

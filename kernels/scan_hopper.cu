@@ -508,7 +508,8 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
     if (fs_hopper_kernel_for(rows, opts) == FS_HOPPER_ROWS)
         return fs_hopper_rows_launch(W, H, is_bf16, V_local, D, rows, vocab_offset, global_vocab,
                                      descs, logit_bias, allowed, recs, n_recs, tail,
-                                     !(opts && opts->no_multicast), device, stream);
+                                     !(opts && opts->no_multicast), opts && opts->argmax_only,
+                                     device, stream);
 
     const int bn = pick_bn(rows);
     Args a;

@@ -55,6 +55,8 @@ typedef struct fs_hopper_opts {
                                  automatic choice keeps the tile kernel up to
                                  FS_HOPPER_TILE_MAX_ROWS rows */
     int no_multicast;         /* rows kernel: no 2-CTA clusters (A/B runs) */
+    int argmax_only;          /* the rows are fs_draft_argmax's: only the max and its id are
+                                 read (the rows kernel then skips the exponentials) */
     const fs_tail_args *tail; /* the op's end, run by the last CTA (op_tail.cuh); NULL: the
                                  caller merges the records itself */
 } fs_hopper_opts;

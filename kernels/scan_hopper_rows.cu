@@ -133,7 +133,7 @@ __device__ __forceinline__ void issue_step(int j, const CUtensorMap *tmw, const 
     tma_load_2d(sH + st * H_BYTES, tmh, kb * BK, rb * BR, full, pol_h);
 }
 
-template <bool BF16, int CL>
+template <bool BF16, int CL, bool LSE>
 __global__ void __launch_bounds__(THREADS, 1)
     fshr_scan_kernel(const __grid_constant__ CUtensorMap tmw, const __grid_constant__ CUtensorMap tmh,
                      const Args a)
@@ -257,8 +257,8 @@ __global__ void __launch_bounds__(THREADS, 1)
 #if FSHR_PROBE_NO_EPI /* timing probe: the mainloop alone (wrong results) */
         r0.rec.best_key = fmaxf(r0.rec.best_key, fmaxf(acc[0], acc[127]) + (float)nc);
 #else
-        row_tile<0>(r0, acc, v0, (int)nc, gc, a);
-        row_tile<1>(r1, acc, v0, (int)nc, gc, a);
+        row_tile<0, 128, LSE>(r0, acc, v0, (int)nc, gc, a);
+        row_tile<1, 128, LSE>(r1, acc, v0, (int)nc, gc, a);
 #endif
     }
     const fs_record q0 = quad_record(r0), q1 = quad_record(r1);
@@ -278,7 +278,7 @@ __global__ void __launch_bounds__(THREADS, 1)
 
 #else /* not sm_90a: the kernel exists (for the host stub) but is empty */
 
-template <bool BF16, int CL>
+template <bool BF16, int CL, bool LSE>
 __global__ void __launch_bounds__(THREADS, 1)
     fshr_scan_kernel(const __grid_constant__ CUtensorMap tmw, const __grid_constant__ CUtensorMap tmh,
                      const Args a)
@@ -287,22 +287,30 @@ __global__ void __launch_bounds__(THREADS, 1)
 
 #endif /* FSH_SM90A */
 
-template <bool BF16, int CL> cudaError_t configure(int device)
+template <bool BF16, int CL, bool LSE> cudaError_t configure(int device)
 {
     static unsigned long long done = 0;
-    return set_smem_once(reinterpret_cast<const void *>(fshr_scan_kernel<BF16, CL>), SMEM, &done,
-                         device);
+    return set_smem_once(reinterpret_cast<const void *>(fshr_scan_kernel<BF16, CL, LSE>), SMEM,
+                         &done, device);
 }
 
-template <bool BF16, int CL>
+template <bool BF16, int CL, bool LSE>
 cudaError_t launch(fs_pdl_config &pc, const CUtensorMap &tw, const CUtensorMap &th, const Args &a,
                    int device)
 {
-    cudaError_t e = configure<BF16, CL>(device);
+    cudaError_t e = configure<BF16, CL, LSE>(device);
     if (e != cudaSuccess)
         return e;
     pc.cluster_x(CL);
-    return cudaLaunchKernelEx(&pc.cfg, fshr_scan_kernel<BF16, CL>, tw, th, a);
+    return cudaLaunchKernelEx(&pc.cfg, fshr_scan_kernel<BF16, CL, LSE>, tw, th, a);
+}
+
+template <int CL, bool LSE>
+cudaError_t launch_dtype(bool bf16, fs_pdl_config &pc, const CUtensorMap &tw, const CUtensorMap &th,
+                         const Args &a, int device)
+{
+    return bf16 ? launch<true, CL, LSE>(pc, tw, th, a, device)
+                : launch<false, CL, LSE>(pc, tw, th, a, device);
 }
 
 /* Clusters of the two row blocks of a slot when there are two: W is then
@@ -328,11 +336,12 @@ int max_clusters_2()
         if (k > 0)
             return k - 1;
     }
-    if (configure<true, 2>(device) != cudaSuccess)
+    if (configure<true, 2, true>(device) != cudaSuccess)
         return 0;
     fs_pdl_config pc(dim3(2), dim3(THREADS), SMEM, nullptr, false);
     pc.cluster_x(2);
-    if (cudaOccupancyMaxActiveClusters(&n, fshr_scan_kernel<true, 2>, &pc.cfg) != cudaSuccess) {
+    if (cudaOccupancyMaxActiveClusters(&n, fshr_scan_kernel<true, 2, true>, &pc.cfg) !=
+        cudaSuccess) {
         (void)cudaGetLastError();
         return 0;
     }
@@ -371,7 +380,8 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
                                      int64_t global_vocab, const fs_row_desc *descs,
                                      const float *logit_bias, const uint32_t *allowed,
                                      fs_record *recs, int64_t slots, const fs_tail_args *tail,
-                                     int multicast, int device, cudaStream_t stream)
+                                     int multicast, int argmax_only, int device,
+                                     cudaStream_t stream)
 {
     using namespace fshr;
     const int64_t n_rb = row_blocks(rows);
@@ -394,9 +404,12 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
         return (int)e;
     /* programmatic launch: overlaps the prep kernel (see fs_pdl_wait above) */
     fs_pdl_config pc(dim3((unsigned)grid), dim3(THREADS), SMEM, stream, true);
+    const bool bf = is_bf16 != 0;
     if (cluster_size(n_rb, multicast) == 2)
-        e = is_bf16 ? launch<true, 2>(pc, tw, th, a, device) : launch<false, 2>(pc, tw, th, a, device);
+        e = argmax_only ? launch_dtype<2, false>(bf, pc, tw, th, a, device)
+                        : launch_dtype<2, true>(bf, pc, tw, th, a, device);
     else
-        e = is_bf16 ? launch<true, 1>(pc, tw, th, a, device) : launch<false, 1>(pc, tw, th, a, device);
+        e = argmax_only ? launch_dtype<1, false>(bf, pc, tw, th, a, device)
+                        : launch_dtype<1, true>(bf, pc, tw, th, a, device);
     return (int)(e != cudaSuccess ? e : cudaGetLastError());
 }

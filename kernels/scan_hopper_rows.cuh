@@ -21,13 +21,14 @@ int64_t fs_hopper_rows_slots(int64_t V_local, int64_t rows, int sm_count, int mu
 
 /* Record (row r, slot k) goes to recs[r * slots + k]; slots must be
  * fs_hopper_rows_slots(V_local, rows, sm_count, multicast).  tail: run by the
- * last CTA (NULL: none). */
+ * last CTA (NULL: none).  argmax_only: the rows are draft argmax's, whose
+ * records need no sum of exponentials (sum_exp is then meaningless). */
 int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, int64_t V_local, int64_t D,
                           int64_t rows, int64_t vocab_offset, int64_t global_vocab,
                           const fs_row_desc *descs, const float *logit_bias,
                           const uint32_t *allowed, fs_record *recs, int64_t slots,
-                          const fs_tail_args *tail, int multicast, int device,
-                          cudaStream_t stream);
+                          const fs_tail_args *tail, int multicast, int argmax_only,
+                          int device, cudaStream_t stream);
 
 #ifdef __cplusplus
 }
