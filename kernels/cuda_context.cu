@@ -101,6 +101,12 @@ extern "C" fs_status fs_cuda_context_init(fs_context *ctx, int device_ordinal)
        clusters (A/B runs of the W multicast) */
     const char *nomc = getenv("FLASHSPEC_HOPPER_NO_MULTICAST");
     ctx->hopper_no_multicast = nomc && *nomc && *nomc != '0';
+    /* FLASHSPEC_TAIL_ROWS_MAX=n: the scan's last CTA merges and finalizes
+       ops of up to n rows (0: never), the merge kernel larger ones (A/B runs) */
+    const char *tmax = getenv("FLASHSPEC_TAIL_ROWS_MAX");
+    ctx->tail_rows_max = tmax && *tmax ? strtoll(tmax, NULL, 10) : FS_TAIL_ROWS_MAX_DEFAULT;
+    if (ctx->tail_rows_max < 0)
+        ctx->tail_rows_max = FS_TAIL_ROWS_MAX_DEFAULT;
     int prev;
     fs_status st = fs_cuda_enter(ctx, &prev);
     if (st != FS_OK)

@@ -4,8 +4,9 @@
  *   prep      row descriptors + pre-scan statuses        (prep.cu)
  *   scan      per-(row, tile or CTA) records, logits never stored (scan_hopper.cu,
  *             scan_hopper_rows.cu, scan_mma.cu, scan_simt.cu, scan_logits.cu)
- *   merge     per-row records into row_recs               (merge_finalize.cu;
- *             the Hopper scans do it in their last CTA, op_tail.cuh)
+ *   merge     per-row records into row_recs               (merge_finalize.cu,
+ *             a programmatic launch; for ops of a few rows the Hopper scans
+ *             do it in their last CTA, op_tail.cuh)
  *   exchange  tensor parallel only: all-gather + merge of row_recs across
  *             vocabulary shards                          (tp_exchange.cu)
  *   finalize  the op's finalizer writes every output     (merge_finalize.cu;
@@ -96,7 +97,11 @@ cudaError_t launch_fused_scan(fs_context *ctx, const fs_op_args *a, fs_scan_args
         o.rows_min = ctx->hopper_rows_min;
         o.no_multicast = ctx->hopper_no_multicast;
         o.verify = a->op == FS_OP_VERIFY;
-        o.tail = tail;
+        o.argmax_only = a->op == FS_OP_ARGMAX;
+        /* one CTA merging every row's records reads them at one SM's
+           bandwidth while the others idle: past tail_rows_max rows the merge
+           kernel (programmatic launch, a block per row) is faster */
+        o.tail = a->rows <= ctx->tail_rows_max ? tail : nullptr;
         const int64_t n_recs =
             fs_hopper_records_per_row(a->vocab_size, a->rows, ctx->sm_count, &o);
         cudaError_t e = (cudaError_t)fs_hopper_scan_launch_ex(
@@ -107,7 +112,7 @@ cudaError_t launch_fused_scan(fs_context *ctx, const fs_op_args *a, fs_scan_args
             /* at most min(sm_count, ceil(V / 128)) records per row, which the
                workspace holds */
             s->tiles_per_row = n_recs;
-            *tail_ran = e == cudaSuccess;
+            *tail_ran = e == cudaSuccess && o.tail;
             return e;
         }
         (void)cudaGetLastError();

@@ -43,6 +43,12 @@ typedef struct fs_op_args {
     int32_t *out_row_status;
 } fs_op_args;
 
+/* Default of fs_context.tail_rows_max (FLASHSPEC_TAIL_ROWS_MAX).  H100,
+ * session 7: the merge kernel (programmatic launch, a block per row) beats the
+ * scan's last CTA from 16 rows up -- by 30-90 us at 128-320 rows, where one
+ * SM reading every record was the bottleneck -- and is even at 1-5. */
+#define FS_TAIL_ROWS_MAX_DEFAULT 4
+
 struct fs_context {
     fs_device_kind kind;
     int device;
@@ -55,6 +61,8 @@ struct fs_context {
     int hopper; /* use the sm_90a TMA + wgmma scan where the shape allows */
     int64_t hopper_rows_min; /* rows from which the rows-as-M Hopper kernel runs; 0 = its default */
     int hopper_no_multicast; /* the rows kernel runs without 2-CTA clusters */
+    int64_t tail_rows_max;   /* the Hopper scan's last CTA ends ops of up to this many rows;
+                                past it, a merge kernel on every SM does */
     char last_error[512];
 };
 

@@ -210,6 +210,9 @@ static void test_fused_bf16(void **state)
            more, with more k-blocks than pipeline stages; the last row block
            of the 129 sample rows has one row (one m64 block) */
         {1, FS_DTYPE_BF16, 30011, 520, 129, 0, 0},
+        /* rows kernel with 3 row blocks, the last half padding, several
+           tiles per CTA; bias and mask */
+        {1, FS_DTYPE_BF16, 20011, 200, 320, 1, 0},
     };
     run_cases(cs, sizeof cs / sizeof cs[0]);
 }
