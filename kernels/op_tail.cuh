@@ -87,7 +87,6 @@ static __device__ __forceinline__ void fs_op_tail(const fs_tail_args &t, const f
     return;
 #endif
     __threadfence();
-    const int lane = tid & 31, warp = tid >> 5, warps = threads >> 5;
     const bool fin_rows = t.op == FS_OP_SAMPLE || t.op == FS_OP_ARGMAX;
     fs_record *merged = t.op == FS_OP_VERIFY && rows <= scratch_recs ? scratch : t.row_recs;
     /* Every thread works: a row gets L lanes (L a power of two, rows x L ~
