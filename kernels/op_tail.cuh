@@ -111,17 +111,7 @@ static __device__ __forceinline__ void fs_op_tail(const fs_tail_args &t, const f
             const fs_record *rr = recs + row * n_recs;
             for (int64_t k0 = l; k0 < n_recs; k0 += (int64_t)BATCH * L) {
                 fs_record r[BATCH];
-#pragma unroll
-                for (int i = 0; i < BATCH; ++i) {
-                    const int64_t k = k0 + (int64_t)i * L;
-                    if (k < n_recs) {
-                        const float4 *p = reinterpret_cast<const float4 *>(rr + k);
-                        reinterpret_cast<float4 *>(&r[i])[0] = __ldcg(p);
-                        reinterpret_cast<float4 *>(&r[i])[1] = __ldcg(p + 1);
-                    } else {
-                        fs_record_init(&r[i]);
-                    }
-                }
+                fs_record_load_batch<BATCH>(rr, n_recs, k0, L, r);
 #pragma unroll
                 for (int i = 0; i < BATCH; ++i)
                     fs_record_merge_select(&acc[i], &r[i]);
