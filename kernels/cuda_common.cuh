@@ -88,29 +88,9 @@ static __device__ __forceinline__ void fs_push_block(fs_record *rec, const fs_ro
     fs_record_push_block(rec, &d, (int32_t)t0, cnt, s);
 }
 
-/* r[i] = recs[k0 + i stride] for i < BATCH (an empty record past n), loaded
- * together so the L2 round trips overlap (the records come from other CTAs
- * or the previous kernel: L2 loads). */
-template <int BATCH>
-static __device__ __forceinline__ void fs_record_load_batch(const fs_record *recs, int64_t n,
-                                                            int64_t k0, int64_t stride,
-                                                            fs_record (&r)[BATCH])
-{
-#pragma unroll
-    for (int i = 0; i < BATCH; ++i) {
-        const int64_t k = k0 + i * stride;
-        if (k < n) {
-            const float4 *p = reinterpret_cast<const float4 *>(recs + k);
-            reinterpret_cast<float4 *>(&r[i])[0] = __ldcg(p);
-            reinterpret_cast<float4 *>(&r[i])[1] = __ldcg(p + 1);
-        } else {
-            fs_record_init(&r[i]);
-        }
-    }
-}
-
 /* This thread's share of a merge over recs[0 .. n): records first,
- * first + stride, ... in that order, loaded 4 at a time. */
+ * first + stride, ... in that order, loaded 4 at a time so the loads overlap
+ * (L2 loads: the records come from other CTAs or the previous kernel). */
 static __device__ __forceinline__ fs_record fs_merge_run(const fs_record *recs, int64_t n,
                                                          int64_t first, int64_t stride)
 {
@@ -119,7 +99,17 @@ static __device__ __forceinline__ fs_record fs_merge_run(const fs_record *recs, 
     fs_record_init(&acc);
     for (int64_t k0 = first; k0 < n; k0 += BATCH * stride) {
         fs_record r[BATCH];
-        fs_record_load_batch<BATCH>(recs, n, k0, stride, r);
+#pragma unroll
+        for (int i = 0; i < BATCH; ++i) {
+            const int64_t k = k0 + i * stride;
+            if (k < n) {
+                const float4 *p = reinterpret_cast<const float4 *>(recs + k);
+                reinterpret_cast<float4 *>(&r[i])[0] = __ldcg(p);
+                reinterpret_cast<float4 *>(&r[i])[1] = __ldcg(p + 1);
+            } else {
+                fs_record_init(&r[i]);
+            }
+        }
 #pragma unroll
         for (int i = 0; i < BATCH; ++i)
             fs_record_merge(&acc, &r[i]);

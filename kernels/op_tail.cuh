@@ -11,8 +11,8 @@
  * scan reads prep's output only after griddepcontrol.wait, so the zero is
  * visible.  Each CTA makes its records visible (__threadfence) before it
  * counts itself, and the last one fences again before reading them.  The
- * merge order is fixed (by the row count, the record count and the thread
- * count), so the result does not depend on which CTA came last. */
+ * merge order is fixed (slot order within a lane, then a butterfly), so the
+ * result does not depend on which CTA came last. */
 #ifndef FS_OP_TAIL_CUH
 #define FS_OP_TAIL_CUH
 
@@ -87,50 +87,21 @@ static __device__ __forceinline__ void fs_op_tail(const fs_tail_args &t, const f
     return;
 #endif
     __threadfence();
+    const int lane = tid & 31, warp = tid >> 5, warps = threads >> 5;
     const bool fin_rows = t.op == FS_OP_SAMPLE || t.op == FS_OP_ARGMAX;
     fs_record *merged = t.op == FS_OP_VERIFY && rows <= scratch_recs ? scratch : t.row_recs;
-    /* Every thread works: a row gets L lanes (L a power of two, rows x L ~
-       threads), each lane folds its share of the row's records into BATCH
-       accumulators with the branch-free merge (independent chains that
-       interleave), then the L lanes butterfly.  A warp per row, one row
-       after another, made the tail a chain of L2 round trips and 5-round
-       butterflies rows / warps long -- 20 us at 16 rows, 80 at 256 (H100,
-       session 7) -- while every other SM idled. */
-    constexpr int BATCH = 4;
-    int L = 1;
-    while (L < 32 && rows * L * 2 <= threads)
-        L *= 2;
-    const int groups = threads / L, g = tid / L, l = tid % L;
-    for (int64_t base = 0; base < rows; base += groups) {
-        const int64_t row = base + g;
-        fs_record acc[BATCH];
-#pragma unroll
-        for (int i = 0; i < BATCH; ++i)
-            fs_record_init(&acc[i]);
-        if (row < rows) {
-            const fs_record *rr = recs + row * n_recs;
-            for (int64_t k0 = l; k0 < n_recs; k0 += (int64_t)BATCH * L) {
-                fs_record r[BATCH];
-                fs_record_load_batch<BATCH>(rr, n_recs, k0, L, r);
-#pragma unroll
-                for (int i = 0; i < BATCH; ++i)
-                    fs_record_merge_select(&acc[i], &r[i]);
-            }
-        }
-        fs_record_merge_select(&acc[0], &acc[1]);
-        fs_record_merge_select(&acc[2], &acc[3]);
-        fs_record_merge_select(&acc[0], &acc[2]);
-        for (int m = L >> 1; m > 0; m >>= 1) { /* whole warps: the loop is uniform */
-            const fs_record o = fs_record_shfl_xor(acc[0], m);
-            fs_record_merge_select(&acc[0], &o);
-        }
-        if (l != 0 || row >= rows)
+    /* a warp per row: ops past tail_rows_max rows (a few) end in the merge
+       kernel instead, which spreads the rows over every SM */
+    for (int64_t row = warp; row < rows; row += warps) {
+        fs_record rec = fs_merge_run(recs + row * n_recs, n_recs, lane, 32);
+        fs_record_warp_reduce(&rec);
+        if (lane != 0)
             continue;
         if (fin_rows)
-            fs_finalize_row(t.op, acc[0], descs[row], t.pre_status[row], row, t.out_tokens,
+            fs_finalize_row(t.op, rec, descs[row], t.pre_status[row], row, t.out_tokens,
                             t.out_values, t.out_row_status);
         else
-            merged[row] = acc[0];
+            merged[row] = rec;
     }
     if (t.op == FS_OP_VERIFY) {
         /* the walk reads row records this CTA just wrote */

@@ -365,30 +365,25 @@ __device__ __forceinline__ void row_tile(RowState &r, float (&acc)[NA], int64_t 
     float m;
     int mcol;
     max_part<HALF, NA, !LSE>(acc, m, mcol, gc);
-    if (!LSE) {
-        if (r.scan) {
-            if (m == INFINITY || !(m == m))
-                r.rec.flags |= FS_REC_NONFINITE;
-            else if (m > -INFINITY)
-                fs_record_add_lse(&r.rec, fs_score(m, 0.0f, it), (int32_t)(g0 + mcol), 1.0f);
-        }
-        return;
-    }
-    float S4[NB];
-    block_sums<HALF, NA>(acc, c, m, S4);
-    float tot = 0.0f;
+    float S4[NB], tot = 1.0f; /* argmax only: any positive sum */
+    if (LSE) {
+        block_sums<HALF, NA>(acc, c, m, S4);
+        tot = 0.0f;
 #pragma unroll
-    for (int k = 0; k < NB; ++k)
-        tot += S4[k];
-    /* a NaN or +inf value makes the max infinite or the sum NaN: the row's
-       status is then FS_ROW_NONFINITE whatever else the record holds */
+        for (int k = 0; k < NB; ++k)
+            tot += S4[k];
+    }
+    /* a NaN or +inf value makes the max infinite or NaN (argmax only) or the
+       sum NaN: the row's status is then FS_ROW_NONFINITE whatever else the
+       record holds */
+    const float nan_witness = LSE ? tot : m;
     if (r.scan) {
-        if (m == INFINITY || !(tot == tot))
+        if (m == INFINITY || !(nan_witness == nan_witness))
             r.rec.flags |= FS_REC_NONFINITE;
         else if (m > -INFINITY)
             fs_record_add_lse(&r.rec, fs_score(m, 0.0f, it), (int32_t)(g0 + mcol), tot);
     }
-    if (!__any_sync(0xffffffffu, r.noisy))
+    if (!LSE || !__any_sync(0xffffffffu, r.noisy))
         return;
     /* the quad's common reference for the block sums */
     const float Ml = quad_max(m);

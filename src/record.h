@@ -282,29 +282,6 @@ FS_HD void fs_record_merge(fs_record *a, const fs_record *b)
     a->flags |= b->flags;
 }
 
-/* fs_record_merge without branches, for GPU code that keeps several
- * independent merges in flight (the op tail): branches would serialise
- * them.  The same result as fs_record_merge, except that sum_exp may differ
- * in its last bits when the compiler contracts differently. */
-FS_HD void fs_record_merge_select(fs_record *a, const fs_record *b)
-{
-    const int av = a->max_id >= 0, bv = b->max_id >= 0;
-    const int bw = bv && (!av || b->max_s > a->max_s ||
-                          (b->max_s == a->max_s && b->max_id < a->max_id));
-    /* the smaller max minus the larger, when both exist */
-    const float e = av && bv ? fs_exp(bw ? a->max_s - b->max_s : b->max_s - a->max_s) : 0.0f;
-    const float both = bw ? a->sum_exp * e + b->sum_exp : a->sum_exp + b->sum_exp * e;
-    a->sum_exp = !bv ? a->sum_exp : !av ? b->sum_exp : both;
-    a->max_s = bw ? b->max_s : a->max_s;
-    a->max_id = bw ? b->max_id : a->max_id;
-    const int kb = fs_beats(b->best_key, b->best_id, a->best_key, a->best_id);
-    a->best_key = kb ? b->best_key : a->best_key;
-    a->best_s = kb ? b->best_s : a->best_s;
-    a->best_id = kb ? b->best_id : a->best_id;
-    a->sel_s = b->sel_s > a->sel_s ? b->sel_s : a->sel_s;
-    a->flags |= b->flags;
-}
-
 /* log of the row's partition function. */
 FS_HD float fs_record_lse(const fs_record *r)
 {

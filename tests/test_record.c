@@ -164,16 +164,6 @@ static void merge_orders(int ties, int greedy, uint64_t seed)
         for (int64_t i = n - 1; i >= 0; --i)
             fs_record_merge(&acc, &tiles[i]);
         assert_same_choice(&acc, &ref, "reverse fold");
-        /* 2b: the branch-free merge (GPU op tail), in a random order, into
-           two interleaved accumulators as the tail keeps them */
-        fst_shuffle(&r, perm, n);
-        fs_record acc2;
-        fs_record_init(&acc);
-        fs_record_init(&acc2);
-        for (int64_t i = 0; i < n; ++i)
-            fs_record_merge_select(i & 1 ? &acc2 : &acc, &tiles[perm[i]]);
-        fs_record_merge_select(&acc, &acc2);
-        assert_same_choice(&acc, &ref, "branch-free fold");
         /* 3: random binary tree (pairwise reduction of shuffled records, as a
            GPU would reduce across tiles or ranks), merging into either side */
         fst_shuffle(&r, perm, n);
