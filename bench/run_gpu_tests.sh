@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # GPU machine: build for Hopper, run the whole test suite (GPU tests
 # included), then compute-sanitizer memcheck, racecheck and initcheck on the
-# GPU test executables, and print a pass/fail table per step.
+# GPU test executables (small shapes), memcheck and racecheck of the agreement
+# test at 200 rows (the clustered rows kernel), and print a pass/fail table
+# per step.
 #
 # Logs: $OUT/gpu_tests.log (every step, long logs cut to their last lines)
 # and $OUT/gpu_tests_summary.txt (the table); OUT defaults to bench/results.
@@ -157,6 +159,23 @@ for tool in memcheck racecheck initcheck; do
         ${extra[@]+"${extra[@]}"} "$BUILD/tests/$t"
     fi
   done
+done
+
+# the small mode caps rows at 65: the clustered rows kernel (129-256 rows, W
+# multicast, noise drawn by the producer) gets a memcheck and racecheck of its
+# own at 200 rows
+for tool in memcheck racecheck; do
+  step="$tool:test_gpu_agree@200rows"
+  if [ "$SANITIZE" = 0 ]; then
+    skip_step "$step" "FS_SANITIZE=0"
+  elif [ $built = 0 ] || [ -z "$SAN" ] || [ ! -x "$BUILD/tests/test_gpu_agree" ]; then
+    skip_step "$step" "no build or no compute-sanitizer"
+  else
+    extra=()
+    [ "$tool" = racecheck ] && extra=(--racecheck-report all)
+    run_step "$step" env FS_GPU_TEST_SMALL=1 FS_GPU_TEST_SMALL_ROWS=200 "$SAN" --tool "$tool" \
+      --error-exitcode 1 ${extra[@]+"${extra[@]}"} "$BUILD/tests/test_gpu_agree"
+  fi
 done
 
 # ---- summary -----------------------------------------------------------------

@@ -33,9 +33,15 @@ struct RowState {
     fs_record rec;
     const fs_row_desc *d; /* shared memory */
     int row;
-    int scan;  /* row in range and FS_ROWF_VALID */
-    int noisy; /* scan and not greedy */
     float bar; /* best key seen by the quad for this row: a block below it cannot win */
+    /* row in range and FS_ROWF_VALID (a row out of range has flags 0): read
+       from the descriptor, not carried, to spare the consumers' registers */
+    __device__ __forceinline__ int scan() const { return (d->flags & FS_ROWF_VALID) ? 1 : 0; }
+    /* scan and not greedy */
+    __device__ __forceinline__ int noisy() const
+    {
+        return (d->flags & (FS_ROWF_VALID | FS_ROWF_GREEDY)) == FS_ROWF_VALID;
+    }
 };
 
 __device__ __forceinline__ float quad_max(float x)
@@ -70,16 +76,20 @@ __device__ __forceinline__ void prepare(RowState &r, float (&acc)[NA], int64_t v
     const int64_t g0 = a.vocab_offset + v0;
     const float it = r.d->inv_temp;
     if (a.allowed || a.bias) {
-        /* ids fit in 32 bits (global_vocab <= INT32_MAX) */
-        const uint32_t *arow = a.allowed ? a.allowed + (int64_t)r.row * a.words : nullptr;
-        const float *brow = a.bias ? a.bias + (int64_t)r.row * a.global_vocab : nullptr;
+        /* ids fit in 32 bits (global_vocab <= INT32_MAX); the row is
+           laundered so that the row offsets are not hoisted out of the tile
+           loop (4 64-bit values the consumers would hold across the mainloop) */
+        int row = r.row;
+        asm volatile("" : "+r"(row));
+        const uint32_t *arow = a.allowed ? a.allowed + (int64_t)row * a.words : nullptr;
+        const float *brow = a.bias ? a.bias + (int64_t)row * a.global_vocab : nullptr;
         const int id0 = (int)g0 + 2 * gc;
 #pragma unroll
         for (int j = 0; j < NJ; ++j) {
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
                 const int col = 8 * j + 2 * gc + e, id = id0 + 8 * j + e;
-                bool ok = r.scan && col < ncols;
+                bool ok = r.scan() && col < ncols;
                 float b = 0.0f;
                 if (ok && arow)
                     ok = (__ldg(&arow[id >> 5]) >> (id & 31)) & 1u;
@@ -102,8 +112,8 @@ __device__ __forceinline__ void prepare(RowState &r, float (&acc)[NA], int64_t v
     }
     /* the excluded / selected token, if this thread holds it in this tile */
     const int64_t cx = (int64_t)r.d->excluded - g0, cs = (int64_t)r.d->selected - g0;
-    const bool hx = r.scan && cx >= 0 && cx < ncols && ((cx >> 1) & 3) == gc;
-    const bool hs = r.scan && cs >= 0 && cs < ncols && ((cs >> 1) & 3) == gc;
+    const bool hx = r.scan() && cx >= 0 && cx < ncols && ((cx >> 1) & 3) == gc;
+    const bool hs = r.scan() && cs >= 0 && cs < ncols && ((cs >> 1) & 3) == gc;
     if (__any_sync(0xffffffffu, hx || hs)) {
 #pragma unroll
         for (int j = 0; j < NJ; ++j)
@@ -276,50 +286,76 @@ __device__ __forceinline__ int quad_pick(const float (&acc)[NA], int K, float c,
     return pos ? 16 * K + p : -1; /* order position p is column 16 K + p */
 }
 
-/* The Gumbel keys of the blocks this lane owns; the quad's best key of the
- * tile, if it beats the row's best so far, is resolved to a token (only the
- * tile's best block can).  Whole warps call this. */
+/* The noise of one vocabulary tile for the CTA's BR rows (NBT noise blocks a
+ * row), drawn by the producer warpgroup's spare warps while the consumers run
+ * the tile's MMA: for row lr and local blocks 2 p, 2 p + 1, buf[lr NBT / 2 +
+ * p] = {Gumbel noise, inverse-CDF uniform} of each (record.h's words, so the
+ * samples are the CPU reference's).  Rows that take no noise are skipped:
+ * their consumers never read them.  Threads t0, t0 + nt, ... of the caller. */
+template <int BR, int NBT, class A>
+__device__ __forceinline__ void noise_fill(float4 *buf, int rb, int64_t g0, int t0, int nt,
+                                           const A &a)
+{
+    constexpr int NP = NBT / 2;
+    const uint32_t B0 = (uint32_t)(g0 / FS_NOISE_BLOCK);
+    const int n = (int)min((int64_t)BR, a.rows - (int64_t)rb * BR) * NP; /* rows in range */
+    const fs_row_desc *d0 = a.descs + (int64_t)rb * BR;
+    for (int i = t0; i < n; i += nt) {
+        const int lr = i / NP;
+        /* written by the prep kernel, which may have run alongside: no .nc loads */
+        const fs_row_desc *d = d0 + lr;
+        const uint32_t flags = d->flags;
+        if (!(flags & FS_ROWF_VALID) || (flags & FS_ROWF_GREEDY))
+            continue;
+        const uint32_t b = B0 + 2u * (uint32_t)(i - lr * NP);
+        uint32_t wg0, wu0, wg1, wu1;
+        if ((b & 1u) == 0u) { /* blocks b, b + 1: one Philox call */
+            const fs_u32x4 w =
+                fs_philox_draw(d->seed, d->offset, d->position, FS_PURPOSE_GUMBEL, b >> 1);
+            wg0 = w.v[0];
+            wu0 = w.v[1];
+            wg1 = w.v[2];
+            wu1 = w.v[3];
+        } else {
+            fs_block_words(d->seed, d->offset, d->position, b, &wg0, &wu0);
+            /* one Philox at a time: interleaved, the two do not fit the producer */
+            asm volatile("" : "+r"(wg0), "+r"(wu0));
+            fs_block_words(d->seed, d->offset, d->position, b + 1, &wg1, &wu1);
+        }
+        buf[i] = make_float4(fs_gumbel(wg0), fs_uniform(wu0), fs_gumbel(wg1), fs_uniform(wu1));
+    }
+}
+
+/* The Gumbel keys of the blocks this lane owns, from the row's noise nz
+ * (noise_fill); the quad's best key of the tile, if it beats the row's best
+ * so far, is resolved to a token (only the tile's best block can).  Whole
+ * warps call this. */
 template <int HALF, int NA>
 __device__ __forceinline__ void noise(RowState &r, const float (&acc)[NA], int64_t g0, int gc,
-                                      float Ml, float c, float it, const float (&own)[NA / 32])
+                                      float Ml, float c, float it, const float (&own)[NA / 32],
+                                      const float4 *nz)
 {
     constexpr int NB = NA / 8;
     /* the quad reference in score units (own[] are sums of exp(s - M)) */
     const float M = Ml * it, nb = Ml > -INFINITY ? -Ml * c : 0.0f;
-    /* global block of local block 0 (a multiple of 16 when the shard offset
-       is) and the Philox words of the owned blocks */
-    const uint32_t B0 = (uint32_t)(g0 / FS_NOISE_BLOCK);
     float bk = -INFINITY, bT = 0.0f;
     int bb = NB;
 #pragma unroll
     for (int h = 0; h < NB / 8; ++h) {
-        const uint32_t b = B0 + (uint32_t)own_block(gc, 2 * h);
-        const bool any = r.noisy && (own[2 * h] > 0.0f || own[2 * h + 1] > 0.0f);
-        uint32_t wg[2] = {0u, 0u}, wu[2] = {0u, 0u};
-        if (any) {
-            if ((b & 1u) == 0u) { /* blocks b, b + 1: one Philox call */
-                const fs_u32x4 w = fs_philox_draw(r.d->seed, r.d->offset, r.d->position,
-                                                  FS_PURPOSE_GUMBEL, b >> 1);
-                wg[0] = w.v[0];
-                wu[0] = w.v[1];
-                wg[1] = w.v[2];
-                wu[1] = w.v[3];
-            } else {
-                fs_block_words(r.d->seed, r.d->offset, r.d->position, b, &wg[0], &wu[0]);
-                fs_block_words(r.d->seed, r.d->offset, r.d->position, b + 1, &wg[1], &wu[1]);
-            }
-        }
+        /* own blocks 2 gc + 8 h and the next: pair gc + 4 h of the row */
+        const bool any = r.noisy() && (own[2 * h] > 0.0f || own[2 * h + 1] > 0.0f);
+        const float4 w = any ? nz[gc + 4 * h] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
         for (int q = 0; q < 2; ++q) {
             const int i = 2 * h + q;
             if (any && own[i] > 0.0f) {
                 const float lw = M + logf(own[i]);
                 if (!fs_block_hopeless(lw, r.bar)) {
-                    const float key = lw + fs_gumbel(wg[q]);
+                    const float key = lw + (q ? w.z : w.x);
                     if (key > bk) { /* own blocks ascend within h, and with h */
                         bk = key;
                         bb = own_block(gc, i);
-                        bT = fs_uniform(wu[q]) * own[i];
+                        bT = (q ? w.w : w.y) * own[i];
                     }
                 }
             }
@@ -356,7 +392,7 @@ __device__ __forceinline__ void noise(RowState &r, const float (&acc)[NA], int64
  * meaningless. */
 template <int HALF, int NA, bool LSE, class A>
 __device__ __forceinline__ void row_tile(RowState &r, float (&acc)[NA], int64_t v0, int ncols,
-                                         int gc, const A &a)
+                                         int gc, const A &a, const float4 *nz)
 {
     constexpr int NB = NA / 8;
     const int64_t g0 = a.vocab_offset + v0;
@@ -377,13 +413,13 @@ __device__ __forceinline__ void row_tile(RowState &r, float (&acc)[NA], int64_t 
        sum NaN: the row's status is then FS_ROW_NONFINITE whatever else the
        record holds */
     const float nan_witness = LSE ? tot : m;
-    if (r.scan) {
+    if (r.scan()) {
         if (m == INFINITY || !(nan_witness == nan_witness))
             r.rec.flags |= FS_REC_NONFINITE;
         else if (m > -INFINITY)
             fs_record_add_lse(&r.rec, fs_score(m, 0.0f, it), (int32_t)(g0 + mcol), tot);
     }
-    if (!LSE || !__any_sync(0xffffffffu, r.noisy))
+    if (!LSE || !__any_sync(0xffffffffu, r.noisy()))
         return;
     /* the quad's common reference for the block sums */
     const float Ml = quad_max(m);
@@ -393,20 +429,19 @@ __device__ __forceinline__ void row_tile(RowState &r, float (&acc)[NA], int64_t 
         S4[k] *= f;
     float own[NB / 4];
     reduce_scatter<NB>(S4, gc, own);
-    noise<HALF, NA>(r, acc, g0, gc, Ml, c, it, own);
+    noise<HALF, NA>(r, acc, g0, gc, Ml, c, it, own, nz);
 }
 
 #undef FSHR_ACC
 
-/* d: the row's descriptor in shared memory. */
-__device__ __forceinline__ void row_init(RowState &r, int row, const fs_row_desc *d, int64_t rows)
+/* d: the row's descriptor in shared memory, with flags 0 for a row out of
+ * range (scan() and noisy() read them). */
+__device__ __forceinline__ void row_init(RowState &r, int row, const fs_row_desc *d)
 {
     fs_record_init(&r.rec);
     r.row = row;
     r.d = d;
     r.bar = -INFINITY;
-    r.scan = row < rows && (d->flags & FS_ROWF_VALID) ? 1 : 0;
-    r.noisy = r.scan && !(d->flags & FS_ROWF_GREEDY);
 }
 
 /* The merge of the quad's records of the row; all 32 lanes take part and

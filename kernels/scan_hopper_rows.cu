@@ -13,8 +13,9 @@
  * hold all 256 tokens of those rows, and the epilogue works from registers.
  *
  *   CTA        3 warpgroups, one CTA per SM: a producer (one thread issues
- *              the TMA; setmaxnreg hands its registers to the others) and 2
- *              consumers with 240 registers a thread.  The producer refills
+ *              the TMA, its other 3 warps draw the sampling noise;
+ *              setmaxnreg hands its spare registers to the others) and 2
+ *              consumers with 224-240 registers a thread.  The producer refills
  *              a stage the moment it is free, whatever the consumers are
  *              doing.  With thread 0 of a consumer as the producer a refill
  *              waited for that warp to come back from its wgmma wait, and in
@@ -37,6 +38,11 @@
  *              cluster) are past it; the last stage of a tile is released
  *              before the epilogue, so 4 k-blocks of the next tile stream in
  *              under it.
+ *   noise      the Gumbel noise and inverse-CDF uniform of each (row, noise
+ *              block) of tile t, drawn into shared memory (16 KB) by the
+ *              producer's warps 1-3 under tile t's MMA, once the consumers
+ *              are done with tile t - 1's (session 8: sample 256-320 rows
+ *              -2 to -4%; the epilogue had Philox on its critical path).
  *   epilogue   per row and tile, from registers (rows_epilogue.cuh): 2 rows
  *              x 64 tokens per thread, 16 noise blocks per row and tile.
  *   records    one per (row, slot): the merge of its lanes' records.
@@ -56,6 +62,10 @@
 #include "rows_epilogue.cuh"
 #include "wgmma.cuh"
 
+#ifndef FSHR_PROBE_NO_EPI
+#define FSHR_PROBE_NO_EPI 0
+#endif
+
 namespace fshr {
 
 using namespace fshp;
@@ -71,9 +81,12 @@ constexpr int W_BYTES = BV * BK * 2;
 constexpr int H_BYTES = BR * BK * 2;
 constexpr int STAGE_BYTES = W_BYTES + H_BYTES;
 constexpr int STAGES = 4;
-constexpr int BAR_BYTES = 2 * STAGES * 8 + 16;
+/* full / empty per stage, the tail flag, noise full / empty */
+constexpr int BAR_BYTES = 2 * STAGES * 8 + 16 + 16;
 constexpr int DESC_BYTES = BR * (int)sizeof(fs_row_desc);
-constexpr int SMEM = 1024 + STAGES * STAGE_BYTES + BAR_BYTES + DESC_BYTES;
+constexpr int NBT = BV / FS_NOISE_BLOCK;             /* noise blocks a row in a tile */
+constexpr int NOISE_BYTES = BR * NBT * 2 * 4;       /* {Gumbel, uniform} per block */
+constexpr int SMEM = 1024 + STAGES * STAGE_BYTES + BAR_BYTES + DESC_BYTES + NOISE_BYTES;
 static_assert(SMEM <= SMEM_MAX, "smem");
 
 struct Args {
@@ -97,9 +110,22 @@ __host__ __device__ __forceinline__ void slot_range(int slot, int slots, int uni
 #if FSH_SM90A
 
 constexpr int WU_BYTES = UNIT * BK * 2; /* one W TMA box */
-/* registers per thread after setmaxnreg: 128 x 24 + 256 x 240 <= 64K */
-constexpr int PRODUCER_REGS = 24;
-constexpr int CONSUMER_REGS = 240;
+/* Registers per thread after setmaxnreg.  The CTA's pool is what the launch
+ * gave it, 168 x 384 (__launch_bounds__), so 128 P + 256 C <= 64512: a
+ * consumer's setmaxnreg.inc past that waits forever (session 8's first try).
+ * Sampling: the producer's spare warps draw the noise in 40 (two Philox
+ * calls kept apart: noise_fill), the consumers fit in 232 with the row state
+ * slimmed (flags read from the descriptor, row offsets not hoisted out of the
+ * tile loop).  Draft argmax: no noise, the consumers take 240.  ptxas models
+ * the split: -Xptxas -warn-spills shows a region that does not fit. */
+constexpr int LAUNCH_REGS = 168;
+template <bool LSE> struct Regs {
+    static constexpr int producer = LSE ? 40 : 24;
+    static constexpr int consumer = LSE ? 232 : 240;
+    static_assert(WG * producer + 2 * WG * consumer <= 3 * WG * LAUNCH_REGS, "register pool");
+};
+constexpr int NOISE_THREADS = WG - 32; /* producer warps 1-3 */
+static_assert(NOISE_THREADS % (NBT / 2) == 0, "noise_fill: a pair of blocks per thread");
 /* named barriers (0 is __syncthreads) */
 constexpr int BAR_CONSUMERS = 1;
 constexpr int BAR_TAIL = 2;
@@ -139,8 +165,9 @@ __global__ void __launch_bounds__(THREADS, 1)
                      const Args a)
 {
     extern __shared__ unsigned char smem_raw[];
-    unsigned char *smem =
-        reinterpret_cast<unsigned char *>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~(uintptr_t)1023);
+    /* aligned by an offset from smem_raw, so that the compiler still knows
+       the pointers below are shared (32-bit addresses, ld.shared) */
+    unsigned char *smem = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
     const uint32_t sbase = smem_u32(smem);
     const uint32_t sW = sbase;
     const uint32_t sH = sbase + STAGES * W_BYTES;
@@ -148,8 +175,12 @@ __global__ void __launch_bounds__(THREADS, 1)
     unsigned int *tail_flag =
         reinterpret_cast<unsigned int *>(smem + STAGES * STAGE_BYTES + 2 * STAGES * 8);
     fs_row_desc *s_desc = reinterpret_cast<fs_row_desc *>(smem + STAGES * STAGE_BYTES + BAR_BYTES);
+    float4 *s_noise =
+        reinterpret_cast<float4 *>(smem + STAGES * STAGE_BYTES + BAR_BYTES + DESC_BYTES);
 #define FSHR_FULL(s) (sBar + 8u * (uint32_t)(s))
 #define FSHR_EMPTY(s) (sBar + 8u * (uint32_t)(STAGES + (s)))
+#define FSHR_NOISE_FULL (sBar + 8u * (uint32_t)(2 * STAGES + 2))
+#define FSHR_NOISE_EMPTY (sBar + 8u * (uint32_t)(2 * STAGES + 3))
 
     const int KB = a.kblocks;
     const int rb = blockIdx.x % a.n_rb, slot = blockIdx.x / a.n_rb;
@@ -162,6 +193,8 @@ __global__ void __launch_bounds__(THREADS, 1)
             mbar_init(FSHR_FULL(s), 1);
             mbar_init(FSHR_EMPTY(s), NCW * CL); /* every warp of the cluster */
         }
+        mbar_init(FSHR_NOISE_FULL, NOISE_THREADS);
+        mbar_init(FSHR_NOISE_EMPTY, NCW);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
         asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmw)) : "memory");
         asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmh)) : "memory");
@@ -174,14 +207,27 @@ __global__ void __launch_bounds__(THREADS, 1)
     if (threadIdx.x < WG) {
         /* producer: W and H do not depend on the prep kernel, so it streams
            without waiting for it */
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS));
-        if (threadIdx.x == 0)
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Regs<LSE>::producer));
+        if (threadIdx.x == 0) {
             for (int j = 0; j < steps; ++j) {
                 const int s = j % STAGES;
                 if (j >= STAGES) /* step j - STAGES released by every warp of the cluster */
                     mbar_wait(FSHR_EMPTY(s), (uint32_t)(j / STAGES - 1) & 1u);
                 issue_step<CL>(j, &tmw, &tmh, sW, sH, FSHR_FULL(s), rb, u0, u1, a);
             }
+        } else if (LSE && !FSHR_PROBE_NO_EPI && threadIdx.x >= 32) {
+            /* the noise of tile t, drawn under its MMA once the consumers
+               are done with tile t - 1's: Philox and the logs leave the
+               epilogue, which the tensor cores wait for */
+            fs_pdl_wait(); /* the row descriptors */
+            for (int t = 0; t < n_tiles; ++t) {
+                if (t > 0)
+                    mbar_wait(FSHR_NOISE_EMPTY, (uint32_t)(t - 1) & 1u);
+                noise_fill<BR, NBT>(s_noise, rb, a.vocab_offset + (int64_t)(u0 + 2 * t) * UNIT,
+                                    threadIdx.x - 32, NOISE_THREADS, a);
+                mbar_arrive(FSHR_NOISE_FULL);
+            }
+        }
         __syncwarp();
         fs_pdl_launch_dependents();
         /* no CTA leaves while a peer may still arrive on its barriers */
@@ -189,7 +235,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             cluster_sync();
         return;
     }
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Regs<LSE>::consumer));
     /* the row descriptors come from the prep kernel, which may still be
        running (programmatic launch) */
     fs_pdl_wait();
@@ -202,6 +248,10 @@ __global__ void __launch_bounds__(THREADS, 1)
         const int row = rb * BR + ct;
         if (row < a.rows) {
             s_desc[ct] = a.descs[row];
+#if FSHR_PROBE_NO_EXCL /* timing probe: rows without an excluded / selected token (verify: wrong results) */
+            s_desc[ct].excluded = -1;
+            s_desc[ct].selected = -1;
+#endif
         } else {
             s_desc[ct].flags = 0;
             s_desc[ct].inv_temp = 1.0f;
@@ -212,8 +262,8 @@ __global__ void __launch_bounds__(THREADS, 1)
     fs_named_bar(BAR_CONSUMERS, NCT);
     const int lr = cw * 64 + 16 * wi + ga; /* local row of r0; r1 is lr + 8 */
     RowState r0, r1;
-    row_init(r0, rb * BR + lr, s_desc + lr, a.rows);
-    row_init(r1, rb * BR + lr + 8, s_desc + lr + 8, a.rows);
+    row_init(r0, rb * BR + lr, s_desc + lr);
+    row_init(r1, rb * BR + lr + 8, s_desc + lr + 8);
 
     float acc[128];
 #pragma unroll
@@ -257,8 +307,15 @@ __global__ void __launch_bounds__(THREADS, 1)
 #if FSHR_PROBE_NO_EPI /* timing probe: the mainloop alone (wrong results) */
         r0.rec.best_key = fmaxf(r0.rec.best_key, fmaxf(acc[0], acc[127]) + (float)nc);
 #else
-        row_tile<0, 128, LSE>(r0, acc, v0, (int)nc, gc, a);
-        row_tile<1, 128, LSE>(r1, acc, v0, (int)nc, gc, a);
+        if (LSE)
+            mbar_wait(FSHR_NOISE_FULL, (uint32_t)t & 1u);
+        row_tile<0, 128, LSE>(r0, acc, v0, (int)nc, gc, a, s_noise + lr * (NBT / 2));
+        row_tile<1, 128, LSE>(r1, acc, v0, (int)nc, gc, a, s_noise + (lr + 8) * (NBT / 2));
+        if (LSE) { /* the noise buffer is free for tile t + 1 */
+            __syncwarp();
+            if (lane == 0)
+                mbar_arrive(FSHR_NOISE_EMPTY);
+        }
 #endif
     }
     const fs_record q0 = quad_record(r0), q1 = quad_record(r1);
@@ -274,6 +331,8 @@ __global__ void __launch_bounds__(THREADS, 1)
                    (STAGES * STAGE_BYTES) / (int)sizeof(fs_record));
 #undef FSHR_FULL
 #undef FSHR_EMPTY
+#undef FSHR_NOISE_FULL
+#undef FSHR_NOISE_EMPTY
 }
 
 #else /* not sm_90a: the kernel exists (for the host stub) but is empty */

@@ -63,6 +63,16 @@ static inline int gt_small_mode(void)
     return e && e[0] && e[0] != '0';
 }
 
+/* Row cap of the small mode: 65 (the tile kernel and verify's 3-row-block
+ * rows kernel), or FS_GPU_TEST_SMALL_ROWS (e.g. 200: the clustered rows
+ * kernel of 129-256 rows, for a sanitizer run of its own). */
+static inline int64_t gt_small_rows(void)
+{
+    const char *e = getenv("FS_GPU_TEST_SMALL_ROWS");
+    const long long n = e && e[0] ? atoll(e) : 0;
+    return n > 0 ? (int64_t)n : 65;
+}
+
 static inline fs_context *gt_gpu_ctx(void)
 {
     fs_context *ctx = NULL;
