@@ -96,7 +96,6 @@ cudaError_t launch_fused_scan(fs_context *ctx, const fs_op_args *a, fs_scan_args
         fs_hopper_opts o = {};
         o.rows_min = ctx->hopper_rows_min;
         o.no_multicast = ctx->hopper_no_multicast;
-        o.verify = a->op == FS_OP_VERIFY;
         o.argmax_only = a->op == FS_OP_ARGMAX;
         /* one CTA merging every row's records reads them at one SM's
            bandwidth while the others idle: past tail_rows_max rows the merge

@@ -427,16 +427,16 @@ extern "C" int fs_hopper_aligned(const void *W, const void *H)
 }
 
 /* Measured on H100 (bench/results/2026-11-22-h100-session3, runs 5-6;
- * session5, runs 7-8; session6, run 6): the tile kernel is faster up to 96
- * rows; at 97-128 rows the rows kernel (one row block, half the H traffic
- * through L2) is as fast for draft argmax and 1-2% faster for sampling, but
- * 11-13% slower for verify (100 rows: 1.25 vs 1.11 x the bound on 151936 x
- * 4096, 1.13 vs 1.06 on 128256 x 8192).  At 129-160 rows the rows kernel's
- * two row blocks share W through a cluster multicast: for sampling it beats
- * the tile kernel's single 160-row block (160 rows: 1.27 vs 1.50 on 151936 x
- * 4096), for draft argmax it is even to 5% better, for verify even on 151936
- * x 4096 and 5% worse on 128256 x 8192.  Past 160 rows only the rows kernel
- * applies. */
+ * session5, runs 7-8; session6, run 6; session8, run 6): the tile kernel is
+ * faster up to 96 rows; at 97-128 rows the rows kernel (one row block, half
+ * the H traffic through L2) is as fast for draft argmax and 1-3% faster for
+ * sampling and verify.  At 129-160 rows the rows kernel's two row blocks
+ * share W through a cluster multicast: it beats the tile kernel's single
+ * 160-row block (160 rows: sampling 1.27 vs 1.50 x the bound, verify 1.15 vs
+ * 1.38 on 151936 x 4096; verify 1.17 vs 1.21 on 128256 x 8192, but 1.22 vs
+ * 1.15 at 140 rows there).  Verify kept the tile kernel to 160 rows until
+ * session 8: its rows-kernel times carried a slow excluded-token path, since
+ * fixed.  Past 160 rows only the rows kernel applies. */
 extern "C" int fs_hopper_kernel_for(int64_t rows, const fs_hopper_opts *opts)
 {
     if (rows > FS_HOPPER_TILE_MAX_ROWS)
@@ -447,8 +447,6 @@ extern "C" int fs_hopper_kernel_for(int64_t rows, const fs_hopper_opts *opts)
         return FS_HOPPER_ROWS;
     if (opts && opts->rows_min > 0)
         return rows >= opts->rows_min ? FS_HOPPER_ROWS : FS_HOPPER_TILE;
-    if (opts && opts->verify)
-        return FS_HOPPER_TILE;
     return rows >= FS_HOPPER_ROWS_MIN_DEFAULT ? FS_HOPPER_ROWS : FS_HOPPER_TILE;
 }
 

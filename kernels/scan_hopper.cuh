@@ -41,19 +41,13 @@ enum fs_hopper_kernel { FS_HOPPER_AUTO = 0, FS_HOPPER_TILE = 1, FS_HOPPER_ROWS =
 #define FS_HOPPER_TILE_MAX_ROWS 160
 
 /* The automatic choice takes FS_HOPPER_ROWS from FS_HOPPER_ROWS_MIN_DEFAULT
- * rows up, and for verify only past FS_HOPPER_TILE_MAX_ROWS (H100, session 6:
- * at 129-160 rows the rows kernel, its two row blocks in a cluster sharing W,
- * wins for sample and draft argmax and loses for verify);
- * fs_hopper_opts.rows_min > 0 replaces the rule by "rows kernel from rows_min
- * rows". */
+ * rows up, for every op; fs_hopper_opts.rows_min > 0 replaces the rule by
+ * "rows kernel from rows_min rows". */
 #define FS_HOPPER_ROWS_MIN_DEFAULT 97
 
 typedef struct fs_hopper_opts {
     int kernel;               /* enum fs_hopper_kernel (TILE is honoured up to 160 rows) */
     int64_t rows_min;         /* FS_HOPPER_AUTO: rows kernel from this many rows; 0 = default */
-    int verify;               /* the rows are fs_verify's (drafts excluded / selected): the
-                                 automatic choice keeps the tile kernel up to
-                                 FS_HOPPER_TILE_MAX_ROWS rows */
     int no_multicast;         /* rows kernel: no 2-CTA clusters (A/B runs) */
     int argmax_only;          /* the rows are fs_draft_argmax's: only the max and its id are
                                  read (the rows kernel then skips the exponentials) */
