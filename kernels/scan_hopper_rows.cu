@@ -194,7 +194,10 @@ __global__ void __launch_bounds__(THREADS, 1)
             mbar_init(FSHR_EMPTY(s), NCW * CL); /* every warp of the cluster */
         }
         mbar_init(FSHR_NOISE_FULL, NOISE_THREADS);
-        mbar_init(FSHR_NOISE_EMPTY, NCW);
+        /* every reader arrives: an arrive releases only its own thread's
+           reads (one lane per warp after __syncwarp is racecheck's WAR
+           hazard, session 8) */
+        mbar_init(FSHR_NOISE_EMPTY, NCT);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
         asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmw)) : "memory");
         asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmh)) : "memory");
@@ -311,11 +314,8 @@ __global__ void __launch_bounds__(THREADS, 1)
             mbar_wait(FSHR_NOISE_FULL, (uint32_t)t & 1u);
         row_tile<0, 128, LSE>(r0, acc, v0, (int)nc, gc, a, s_noise + lr * (NBT / 2));
         row_tile<1, 128, LSE>(r1, acc, v0, (int)nc, gc, a, s_noise + (lr + 8) * (NBT / 2));
-        if (LSE) { /* the noise buffer is free for tile t + 1 */
-            __syncwarp();
-            if (lane == 0)
-                mbar_arrive(FSHR_NOISE_EMPTY);
-        }
+        if (LSE) /* the noise buffer is free for tile t + 1 */
+            mbar_arrive(FSHR_NOISE_EMPTY);
 #endif
     }
     const fs_record q0 = quad_record(r0), q1 = quad_record(r1);
