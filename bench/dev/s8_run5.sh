@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 8, run 5: the rows epilogue's excluded / selected path as select
 # chains and one push (was a push per column, ~5000 instructions) against
-# 6f4608e (ab_base.tar): run 3's probe showed verify's scan 18% slower than
+# 279e5e9 (ab_base.tar): run 3's probe showed verify's scan 18% slower than
 # sampling's only because of that path.  Agreement, graph and bad-input tests;
 # A/B of verify (32, 64 requests) and sample 320 rows, two alternating rounds.
 source "$(dirname "$0")/common.sh"
