@@ -42,7 +42,7 @@
  *              block) of tile t, drawn into shared memory (16 KB) by the
  *              producer's warps 1-3 under tile t's MMA, once the consumers
  *              are done with tile t - 1's (session 8: sample 256-320 rows
- *              -2 to -4%; the epilogue had Philox on its critical path).
+ *              -1 to -4%; the epilogue had Philox on its critical path).
  *   epilogue   per row and tile, from registers (rows_epilogue.cuh): 2 rows
  *              x 64 tokens per thread, 16 noise blocks per row and tile.
  *   records    one per (row, slot): the merge of its lanes' records.
@@ -113,6 +113,7 @@ constexpr int WU_BYTES = UNIT * BK * 2; /* one W TMA box */
 /* Registers per thread after setmaxnreg.  The CTA's pool is what the launch
  * gave it, 168 x 384 (__launch_bounds__), so 128 P + 256 C <= 64512: a
  * consumer's setmaxnreg.inc past that waits forever (session 8's first try).
+ * (168: ptxas's count for this kernel, -Xptxas -v.)
  * Sampling: the producer's spare warps draw the noise in 40 (two Philox
  * calls kept apart: noise_fill), the consumers fit in 232 with the row state
  * slimmed (flags read from the descriptor, row offsets not hoisted out of the
@@ -125,7 +126,6 @@ template <bool LSE> struct Regs {
     static_assert(WG * producer + 2 * WG * consumer <= 3 * WG * LAUNCH_REGS, "register pool");
 };
 constexpr int NOISE_THREADS = WG - 32; /* producer warps 1-3 */
-static_assert(NOISE_THREADS % (NBT / 2) == 0, "noise_fill: a pair of blocks per thread");
 /* named barriers (0 is __syncthreads) */
 constexpr int BAR_CONSUMERS = 1;
 constexpr int BAR_TAIL = 2;
