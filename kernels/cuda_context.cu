@@ -60,6 +60,22 @@ void fs_cuda_leave(int prev_device)
         (void)cudaSetDevice(prev_device);
 }
 
+/* An environment switch: set, non-empty and not "0". */
+static int env_flag(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v && *v != '0';
+}
+
+/* A non-negative count from the environment; dflt when unset, empty or
+ * negative. */
+static int64_t env_count(const char *name, int64_t dflt)
+{
+    const char *v = getenv(name);
+    const long long n = v && *v ? strtoll(v, NULL, 10) : dflt;
+    return n < 0 ? dflt : (int64_t)n;
+}
+
 extern "C" fs_status fs_cuda_context_init(fs_context *ctx, int device_ordinal)
 {
     int n = fs_cuda_device_count();
@@ -88,25 +104,17 @@ extern "C" fs_status fs_cuda_context_init(fs_context *ctx, int device_ordinal)
     ctx->cc_major = major;
     ctx->cc_minor = minor;
     /* FLASHSPEC_DISABLE_HOPPER forces the generic path (tests cover both) */
-    const char *off = getenv("FLASHSPEC_DISABLE_HOPPER");
-    ctx->hopper = major == 9 && minor == 0 && !(off && *off && *off != '0');
+    ctx->hopper = major == 9 && minor == 0 && !env_flag("FLASHSPEC_DISABLE_HOPPER");
     /* FLASHSPEC_HOPPER_ROWS_MIN moves the switch to the rows-as-M Hopper kernel
        (tests force it to 1 to run every shape through that kernel; the
-       benchmark compares the two kernels with it) */
-    const char *rmin = getenv("FLASHSPEC_HOPPER_ROWS_MIN");
-    ctx->hopper_rows_min = rmin && *rmin ? strtoll(rmin, NULL, 10) : 0;
-    if (ctx->hopper_rows_min < 0)
-        ctx->hopper_rows_min = 0;
+       benchmark compares the two kernels with it); 0: the kernel's default */
+    ctx->hopper_rows_min = env_count("FLASHSPEC_HOPPER_ROWS_MIN", 0);
     /* FLASHSPEC_HOPPER_NO_MULTICAST=1: the rows kernel without its 2-CTA
        clusters (A/B runs of the W multicast) */
-    const char *nomc = getenv("FLASHSPEC_HOPPER_NO_MULTICAST");
-    ctx->hopper_no_multicast = nomc && *nomc && *nomc != '0';
+    ctx->hopper_no_multicast = env_flag("FLASHSPEC_HOPPER_NO_MULTICAST");
     /* FLASHSPEC_TAIL_ROWS_MAX=n: the scan's last CTA merges and finalizes
        ops of up to n rows (0: never), the merge kernel larger ones (A/B runs) */
-    const char *tmax = getenv("FLASHSPEC_TAIL_ROWS_MAX");
-    ctx->tail_rows_max = tmax && *tmax ? strtoll(tmax, NULL, 10) : FS_TAIL_ROWS_MAX_DEFAULT;
-    if (ctx->tail_rows_max < 0)
-        ctx->tail_rows_max = FS_TAIL_ROWS_MAX_DEFAULT;
+    ctx->tail_rows_max = env_count("FLASHSPEC_TAIL_ROWS_MAX", FS_TAIL_ROWS_MAX_DEFAULT);
     int prev;
     fs_status st = fs_cuda_enter(ctx, &prev);
     if (st != FS_OK)
