@@ -112,6 +112,9 @@ extern "C" fs_status fs_cuda_context_init(fs_context *ctx, int device_ordinal)
     /* FLASHSPEC_HOPPER_NO_MULTICAST=1: the rows kernel without its 2-CTA
        clusters (A/B runs of the W multicast) */
     ctx->hopper_no_multicast = env_flag("FLASHSPEC_HOPPER_NO_MULTICAST");
+    /* FLASHSPEC_HOPPER_ROW_BLOCK=128|192: the rows kernel's rows per CTA for
+       every row count (A/B runs, tests); other values: automatic */
+    ctx->hopper_row_block = (int)env_count("FLASHSPEC_HOPPER_ROW_BLOCK", 0);
     /* FLASHSPEC_TAIL_ROWS_MAX=n: the scan's last CTA merges and finalizes
        ops of up to n rows (0: never), the merge kernel larger ones (A/B runs) */
     ctx->tail_rows_max = env_count("FLASHSPEC_TAIL_ROWS_MAX", FS_TAIL_ROWS_MAX_DEFAULT);

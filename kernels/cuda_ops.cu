@@ -96,6 +96,7 @@ cudaError_t launch_fused_scan(fs_context *ctx, const fs_op_args *a, fs_scan_args
         fs_hopper_opts o = {};
         o.rows_min = ctx->hopper_rows_min;
         o.no_multicast = ctx->hopper_no_multicast;
+        o.row_block = ctx->hopper_row_block;
         o.argmax_only = a->op == FS_OP_ARGMAX;
         /* one CTA merging every row's records reads them at one SM's
            bandwidth while the others idle: past tail_rows_max rows the merge

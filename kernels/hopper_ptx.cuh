@@ -35,6 +35,17 @@ static __device__ __forceinline__ uint32_t smem_u32(const void *p)
     return (uint32_t)__cvta_generic_to_shared(p);
 }
 
+/* The dynamic shared memory rounded up to 1024 bytes (the 128-byte swizzle's
+ * pattern repeats every 1024).  Aligned by an offset from smem_raw, not by
+ * rounding the generic address: that keeps the compiler aware that every
+ * pointer derived from it is shared (32-bit addresses, LDS / STS).  Rounding
+ * the address made the tile kernel's accesses generic (session 8's review:
+ * 400 LD / 768 ST, no LDS / STS). */
+static __device__ __forceinline__ unsigned char *smem_align_1024(unsigned char *smem_raw)
+{
+    return smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
+}
+
 static __device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count)
 {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");

@@ -180,8 +180,7 @@ __global__ void __launch_bounds__(THREADS, 1)
 {
     using C = Cfg<BN>;
     extern __shared__ unsigned char smem_raw[];
-    unsigned char *smem =
-        reinterpret_cast<unsigned char *>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~(uintptr_t)1023);
+    unsigned char *smem = smem_align_1024(smem_raw);
     const uint32_t sbase = smem_u32(smem);
     const uint32_t sW = sbase;
     const uint32_t sH = sbase + C::STAGES * C::W_BYTES;
@@ -470,7 +469,8 @@ extern "C" int64_t fs_hopper_records_per_row(int64_t V_local, int64_t rows, int 
         const int64_t nt = fsh::num_tiles(V_local);
         return nt < sm_count ? nt : sm_count;
     }
-    return fs_hopper_rows_slots(V_local, rows, sm_count, !(opts && opts->no_multicast));
+    return fs_hopper_rows_slots(V_local, rows, sm_count, !(opts && opts->no_multicast),
+                                opts ? opts->row_block : 0);
 }
 
 extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf16, int64_t V_local,
@@ -506,7 +506,8 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
     if (fs_hopper_kernel_for(rows, opts) == FS_HOPPER_ROWS)
         return fs_hopper_rows_launch(W, H, is_bf16, V_local, D, rows, vocab_offset, global_vocab,
                                      descs, logit_bias, allowed, recs, n_recs, tail,
-                                     !(opts && opts->no_multicast), opts && opts->argmax_only,
+                                     !(opts && opts->no_multicast), opts ? opts->row_block : 0,
+                                     opts && opts->argmax_only,
                                      device, stream);
 
     const int bn = pick_bn(rows);

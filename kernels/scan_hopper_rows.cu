@@ -70,24 +70,56 @@ namespace fshr {
 
 using namespace fshp;
 
-constexpr int BR = 128;            /* rows per CTA: 2 consumer warpgroups x 64 */
-constexpr int BV = 256;            /* tokens per tile (wgmma N) */
-constexpr int UNIT = 128;          /* tokens per unit of work (one W TMA box) */
-constexpr int WG = 128;            /* threads per warpgroup */
-constexpr int NCW = 8;             /* consumer warps */
-constexpr int NCT = NCW * 32;      /* consumer threads */
-constexpr int THREADS = WG + NCT;  /* producer warpgroup first */
-constexpr int W_BYTES = BV * BK * 2;
-constexpr int H_BYTES = BR * BK * 2;
-constexpr int STAGE_BYTES = W_BYTES + H_BYTES;
+constexpr int UNIT = 128; /* tokens per unit of work (one W TMA box) */
+constexpr int WG = 128;   /* threads per warpgroup */
 constexpr int STAGES = 4;
-/* full / empty per stage, the tail flag, noise full / empty */
-constexpr int BAR_BYTES = 2 * STAGES * 8 + 16 + 16;
-constexpr int DESC_BYTES = BR * (int)sizeof(fs_row_desc);
-constexpr int NBT = BV / FS_NOISE_BLOCK;             /* noise blocks a row in a tile */
-constexpr int NOISE_BYTES = BR * NBT * 2 * 4;       /* {Gumbel, uniform} per block */
-constexpr int SMEM = 1024 + STAGES * STAGE_BYTES + BAR_BYTES + DESC_BYTES + NOISE_BYTES;
-static_assert(SMEM <= SMEM_MAX, "smem");
+
+/* The CTA's shape, by its number of consumer warpgroups NWG (64 rows each):
+ *   2: 128 rows x 256-token tiles (any row count; 24 KB of W + H per 2^20
+ *      MAC);
+ *   3: 192 rows x 128-token tiles, for 129-192 rows: one row block where
+ *      two of 128 rows pay for 256 (verify's 160 rows = 32 requests cost as
+ *      much as 256 rows, session 8).  A third warpgroup leaves (64K - the
+ *      producer's) / 384 registers a consumer thread, room for 64
+ *      accumulators (128-token tiles) but not 128. */
+template <int NWG> struct Shape {
+    static_assert(NWG == 2 || NWG == 3, "2 or 3 consumer warpgroups");
+    static constexpr int BR = 64 * NWG;             /* rows per CTA */
+    static constexpr int BV = NWG == 2 ? 256 : 128; /* tokens per tile (wgmma N) */
+    static constexpr int UPT = BV / UNIT;           /* units per tile */
+    static constexpr int NA = BV / 2;               /* accumulators a thread */
+    static constexpr int NCW = 4 * NWG;             /* consumer warps */
+    static constexpr int NCT = NCW * 32;            /* consumer threads */
+    static constexpr int THREADS = WG + NCT;        /* producer warpgroup first */
+    static constexpr int W_BYTES = BV * BK * 2;
+    static constexpr int H_BYTES = BR * BK * 2;
+    static constexpr int STAGE_BYTES = W_BYTES + H_BYTES;
+    /* full / empty per stage, the tail flag, noise full / empty */
+    static constexpr int BAR_BYTES = 2 * STAGES * 8 + 16 + 16;
+    static constexpr int DESC_BYTES = BR * (int)sizeof(fs_row_desc);
+    static constexpr int NBT = BV / FS_NOISE_BLOCK;       /* noise blocks a row in a tile */
+    static constexpr int NOISE_BYTES = BR * NBT * 2 * 4; /* {Gumbel, uniform} per block */
+    static constexpr int SMEM = 1024 + STAGES * STAGE_BYTES + BAR_BYTES + DESC_BYTES + NOISE_BYTES;
+    static_assert(SMEM <= SMEM_MAX, "smem");
+    /* Registers per thread after setmaxnreg.  The CTA's pool is what the
+     * launch gave it, LAUNCH_REGS x THREADS (__launch_bounds__), so a
+     * consumer's setmaxnreg.inc past it waits forever (session 8's first
+     * try).  LAUNCH_REGS: ptxas's count for the kernel (-Xptxas -v): 168 with
+     * 384 threads, the 128 cap with 512.  Sampling: the producer's spare
+     * warps draw the noise in 40 (two Philox calls kept apart: noise_fill),
+     * the consumers fit with the row state slimmed (flags read from the
+     * descriptor, row offsets not hoisted out of the tile loop).  Draft
+     * argmax: no noise, the producer needs 24.  ptxas models the split:
+     * -Xptxas -warn-spills shows a region that does not fit. */
+    static constexpr int LAUNCH_REGS = NWG == 2 ? 168 : 128;
+};
+template <int NWG, bool LSE> struct Regs {
+    using S = Shape<NWG>;
+    static constexpr int producer = LSE ? 40 : 24;
+    static constexpr int consumer = NWG == 2 ? (LSE ? 232 : 240) : (LSE ? 152 : 160);
+    static_assert(WG * producer + S::NCT * consumer <= S::THREADS * S::LAUNCH_REGS,
+                  "register pool");
+};
 
 struct Args {
     const fs_row_desc *descs;
@@ -110,21 +142,6 @@ __host__ __device__ __forceinline__ void slot_range(int slot, int slots, int uni
 #if FSH_SM90A
 
 constexpr int WU_BYTES = UNIT * BK * 2; /* one W TMA box */
-/* Registers per thread after setmaxnreg.  The CTA's pool is what the launch
- * gave it, 168 x 384 (__launch_bounds__), so 128 P + 256 C <= 64512: a
- * consumer's setmaxnreg.inc past that waits forever (session 8's first try).
- * (168: ptxas's count for this kernel, -Xptxas -v.)
- * Sampling: the producer's spare warps draw the noise in 40 (two Philox
- * calls kept apart: noise_fill), the consumers fit in 232 with the row state
- * slimmed (flags read from the descriptor, row offsets not hoisted out of the
- * tile loop).  Draft argmax: no noise, the consumers take 240.  ptxas models
- * the split: -Xptxas -warn-spills shows a region that does not fit. */
-constexpr int LAUNCH_REGS = 168;
-template <bool LSE> struct Regs {
-    static constexpr int producer = LSE ? 40 : 24;
-    static constexpr int consumer = LSE ? 232 : 240;
-    static_assert(WG * producer + 2 * WG * consumer <= 3 * WG * LAUNCH_REGS, "register pool");
-};
 constexpr int NOISE_THREADS = WG - 32; /* producer warps 1-3 */
 /* named barriers (0 is __syncthreads) */
 constexpr int BAR_CONSUMERS = 1;
@@ -134,7 +151,7 @@ constexpr int BAR_TAIL = 2;
  * sequence (tile j / KB, k-block j % KB) into stage j % STAGES.  In a
  * cluster of CL > 1 row blocks (CTA rank = row block) rank i < nu loads W box
  * i for every CTA of the cluster. */
-template <int CL>
+template <int NWG, int CL>
 __device__ __forceinline__ void issue_step(int j, const CUtensorMap *tmw, const CUtensorMap *tmh,
                                            uint32_t sW, uint32_t sH, uint32_t full, int rb, int u0,
                                            int u1, const Args &a)
@@ -145,29 +162,33 @@ __device__ __forceinline__ void issue_step(int j, const CUtensorMap *tmw, const 
        runs on 24 registers */
     const uint64_t pol_w = policy_evict_normal();
     const uint64_t pol_h = policy_evict_last();
+    using S = Shape<NWG>;
     const int t = j / a.kblocks, kb = j - t * a.kblocks;
-    const int u = u0 + 2 * t, nu = u1 - u >= 2 ? 2 : 1;
+    const int u = u0 + S::UPT * t, nu = u1 - u >= S::UPT ? S::UPT : 1;
     const int st = j % STAGES;
-    mbar_expect_tx(full, (uint32_t)(nu * WU_BYTES + H_BYTES));
+    mbar_expect_tx(full, (uint32_t)(nu * WU_BYTES + S::H_BYTES));
     if (CL == 1) {
         for (int i = 0; i < nu; ++i)
-            tma_load_2d(sW + st * W_BYTES + i * WU_BYTES, tmw, kb * BK, (u + i) * UNIT, full, pol_w);
+            tma_load_2d(sW + st * S::W_BYTES + i * WU_BYTES, tmw, kb * BK, (u + i) * UNIT, full,
+                        pol_w);
     } else if (rb < nu) {
-        tma_load_2d_multicast(sW + st * W_BYTES + rb * WU_BYTES, tmw, kb * BK, (u + rb) * UNIT,
+        tma_load_2d_multicast(sW + st * S::W_BYTES + rb * WU_BYTES, tmw, kb * BK, (u + rb) * UNIT,
                               full, (uint16_t)((1u << CL) - 1u), pol_w);
     }
-    tma_load_2d(sH + st * H_BYTES, tmh, kb * BK, rb * BR, full, pol_h);
+    tma_load_2d(sH + st * S::H_BYTES, tmh, kb * BK, rb * S::BR, full, pol_h);
 }
 
-template <bool BF16, int CL, bool LSE>
-__global__ void __launch_bounds__(THREADS, 1)
+template <int NWG, bool BF16, int CL, bool LSE>
+__global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
     fshr_scan_kernel(const __grid_constant__ CUtensorMap tmw, const __grid_constant__ CUtensorMap tmh,
                      const Args a)
 {
+    using S = Shape<NWG>;
+    constexpr int STAGE_BYTES = S::STAGE_BYTES, W_BYTES = S::W_BYTES, H_BYTES = S::H_BYTES;
+    constexpr int BR = S::BR, BV = S::BV, NA = S::NA, NBT = S::NBT, NCW = S::NCW, NCT = S::NCT;
+    constexpr int BAR_BYTES = S::BAR_BYTES, DESC_BYTES = S::DESC_BYTES;
     extern __shared__ unsigned char smem_raw[];
-    /* aligned by an offset from smem_raw, so that the compiler still knows
-       the pointers below are shared (32-bit addresses, ld.shared) */
-    unsigned char *smem = smem_raw + ((1024u - (smem_u32(smem_raw) & 1023u)) & 1023u);
+    unsigned char *smem = smem_align_1024(smem_raw);
     const uint32_t sbase = smem_u32(smem);
     const uint32_t sW = sbase;
     const uint32_t sH = sbase + STAGES * W_BYTES;
@@ -186,7 +207,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     const int rb = blockIdx.x % a.n_rb, slot = blockIdx.x / a.n_rb;
     int u0, u1;
     slot_range(slot, a.slots, a.units, &u0, &u1);
-    const int n_tiles = (u1 - u0 + 1) / 2;
+    const int n_tiles = (u1 - u0 + S::UPT - 1) / S::UPT;
     const int steps = n_tiles * KB;
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
@@ -210,13 +231,13 @@ __global__ void __launch_bounds__(THREADS, 1)
     if (threadIdx.x < WG) {
         /* producer: W and H do not depend on the prep kernel, so it streams
            without waiting for it */
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Regs<LSE>::producer));
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Regs<NWG, LSE>::producer));
         if (threadIdx.x == 0) {
             for (int j = 0; j < steps; ++j) {
                 const int s = j % STAGES;
                 if (j >= STAGES) /* step j - STAGES released by every warp of the cluster */
                     mbar_wait(FSHR_EMPTY(s), (uint32_t)(j / STAGES - 1) & 1u);
-                issue_step<CL>(j, &tmw, &tmh, sW, sH, FSHR_FULL(s), rb, u0, u1, a);
+                issue_step<NWG, CL>(j, &tmw, &tmh, sW, sH, FSHR_FULL(s), rb, u0, u1, a);
             }
         } else if (LSE && !FSHR_PROBE_NO_EPI && threadIdx.x >= 32) {
             /* the noise of tile t, drawn under its MMA once the consumers
@@ -226,7 +247,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             for (int t = 0; t < n_tiles; ++t) {
                 if (t > 0)
                     mbar_wait(FSHR_NOISE_EMPTY, (uint32_t)(t - 1) & 1u);
-                noise_fill<BR, NBT>(s_noise, rb, a.vocab_offset + (int64_t)(u0 + 2 * t) * UNIT,
+                noise_fill<BR, NBT>(s_noise, rb, a.vocab_offset + (int64_t)(u0 + S::UPT * t) * UNIT,
                                     threadIdx.x - 32, NOISE_THREADS, a);
                 mbar_arrive(FSHR_NOISE_FULL);
             }
@@ -238,7 +259,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             cluster_sync();
         return;
     }
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Regs<LSE>::consumer));
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Regs<NWG, LSE>::consumer));
     /* the row descriptors come from the prep kernel, which may still be
        running (programmatic launch) */
     fs_pdl_wait();
@@ -268,11 +289,11 @@ __global__ void __launch_bounds__(THREADS, 1)
     row_init(r0, rb * BR + lr, s_desc + lr);
     row_init(r1, rb * BR + lr + 8, s_desc + lr + 8);
 
-    float acc[128];
+    float acc[NA];
 #pragma unroll
-    for (int i = 0; i < 128; ++i)
+    for (int i = 0; i < NA; ++i)
         acc[i] = 0.0f;
-    /* step i's stage is free once all 8 consumer warps of every CTA of the
+    /* step i's stage is free once all consumer warps of every CTA of the
        cluster are past it (a multicast refills it everywhere) */
     auto release = [&](int i) {
         const int ps = i % STAGES;
@@ -291,7 +312,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             mbar_wait(FSHR_FULL(s), (uint32_t)(j / STAGES) & 1u);
             __syncwarp();
             wg_fence();
-            mma_kblock<256, BF16>(acc, sH + s * H_BYTES + cw * (64 * BK * 2), sW + s * W_BYTES,
+            mma_kblock<BV, BF16>(acc, sH + s * H_BYTES + cw * (64 * BK * 2), sW + s * W_BYTES,
                                   kb == 0);
             wg_commit();
             wg_wait<1>();
@@ -302,18 +323,18 @@ __global__ void __launch_bounds__(THREADS, 1)
         wg_wait<0>();
         fence_acc(acc);
         release(j - 1); /* before the epilogue: the next tile streams in under it */
-        const int u = u0 + 2 * t;
+        const int u = u0 + S::UPT * t;
         const int64_t v0 = (int64_t)u * UNIT;
         int64_t nc = (int64_t)(u1 - u) * UNIT;
         nc = nc < BV ? nc : BV;
         nc = nc < a.V - v0 ? nc : a.V - v0;
 #if FSHR_PROBE_NO_EPI /* timing probe: the mainloop alone (wrong results) */
-        r0.rec.best_key = fmaxf(r0.rec.best_key, fmaxf(acc[0], acc[127]) + (float)nc);
+        r0.rec.best_key = fmaxf(r0.rec.best_key, fmaxf(acc[0], acc[NA - 1]) + (float)nc);
 #else
         if (LSE)
             mbar_wait(FSHR_NOISE_FULL, (uint32_t)t & 1u);
-        row_tile<0, 128, LSE>(r0, acc, v0, (int)nc, gc, a, s_noise + lr * (NBT / 2));
-        row_tile<1, 128, LSE>(r1, acc, v0, (int)nc, gc, a, s_noise + (lr + 8) * (NBT / 2));
+        row_tile<0, NA, LSE>(r0, acc, v0, (int)nc, gc, a, s_noise + lr * (NBT / 2));
+        row_tile<1, NA, LSE>(r1, acc, v0, (int)nc, gc, a, s_noise + (lr + 8) * (NBT / 2));
         if (LSE) /* the noise buffer is free for tile t + 1 */
             mbar_arrive(FSHR_NOISE_EMPTY);
 #endif
@@ -337,8 +358,8 @@ __global__ void __launch_bounds__(THREADS, 1)
 
 #else /* not sm_90a: the kernel exists (for the host stub) but is empty */
 
-template <bool BF16, int CL, bool LSE>
-__global__ void __launch_bounds__(THREADS, 1)
+template <int NWG, bool BF16, int CL, bool LSE>
+__global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
     fshr_scan_kernel(const __grid_constant__ CUtensorMap tmw, const __grid_constant__ CUtensorMap tmh,
                      const Args a)
 {
@@ -346,30 +367,37 @@ __global__ void __launch_bounds__(THREADS, 1)
 
 #endif /* FSH_SM90A */
 
-template <bool BF16, int CL, bool LSE> cudaError_t configure(int device)
+template <int NWG, bool BF16, int CL, bool LSE> cudaError_t configure(int device)
 {
     static unsigned long long done = 0;
-    return set_smem_once(reinterpret_cast<const void *>(fshr_scan_kernel<BF16, CL, LSE>), SMEM,
-                         &done, device);
+    return set_smem_once(reinterpret_cast<const void *>(fshr_scan_kernel<NWG, BF16, CL, LSE>),
+                         Shape<NWG>::SMEM, &done, device);
 }
 
-template <bool BF16, int CL, bool LSE>
+template <int NWG, bool BF16, int CL, bool LSE>
 cudaError_t launch(fs_pdl_config &pc, const CUtensorMap &tw, const CUtensorMap &th, const Args &a,
                    int device)
 {
-    cudaError_t e = configure<BF16, CL, LSE>(device);
+    cudaError_t e = configure<NWG, BF16, CL, LSE>(device);
     if (e != cudaSuccess)
         return e;
     pc.cluster_x(CL);
-    return cudaLaunchKernelEx(&pc.cfg, fshr_scan_kernel<BF16, CL, LSE>, tw, th, a);
+    return cudaLaunchKernelEx(&pc.cfg, fshr_scan_kernel<NWG, BF16, CL, LSE>, tw, th, a);
 }
 
-template <int CL, bool LSE>
-cudaError_t launch_dtype(bool bf16, fs_pdl_config &pc, const CUtensorMap &tw, const CUtensorMap &th,
-                         const Args &a, int device)
+template <int NWG>
+cudaError_t launch_shape(bool bf16, int cl, bool lse, fs_pdl_config &pc, const CUtensorMap &tw,
+                         const CUtensorMap &th, const Args &a, int device)
 {
-    return bf16 ? launch<true, CL, LSE>(pc, tw, th, a, device)
-                : launch<false, CL, LSE>(pc, tw, th, a, device);
+    if (cl == 2)
+        return bf16 ? (lse ? launch<NWG, true, 2, true>(pc, tw, th, a, device)
+                           : launch<NWG, true, 2, false>(pc, tw, th, a, device))
+                    : (lse ? launch<NWG, false, 2, true>(pc, tw, th, a, device)
+                           : launch<NWG, false, 2, false>(pc, tw, th, a, device));
+    return bf16 ? (lse ? launch<NWG, true, 1, true>(pc, tw, th, a, device)
+                       : launch<NWG, true, 1, false>(pc, tw, th, a, device))
+                : (lse ? launch<NWG, false, 1, true>(pc, tw, th, a, device)
+                       : launch<NWG, false, 1, false>(pc, tw, th, a, device));
 }
 
 /* Clusters of the two row blocks of a slot when there are two: W is then
@@ -381,10 +409,10 @@ int cluster_size(int64_t n_rb, int multicast)
     return multicast && n_rb == 2 ? 2 : 1;
 }
 
-/* 2-CTA clusters the current device holds at once (0: unknown), asked once
- * per device: the GPCs' SM counts need not be even, and a cluster that does
- * not fit waits for a second wave. */
-int max_clusters_2()
+/* 2-CTA clusters of shape NWG the current device holds at once (0: unknown),
+ * asked once per device: the GPCs' SM counts need not be even, and a cluster
+ * that does not fit waits for a second wave. */
+template <int NWG> int max_clusters_2()
 {
     static int known[64]; /* count + 1 once asked */
     int device = 0, n = 0;
@@ -395,11 +423,11 @@ int max_clusters_2()
         if (k > 0)
             return k - 1;
     }
-    if (configure<true, 2, true>(device) != cudaSuccess)
+    if (configure<NWG, true, 2, true>(device) != cudaSuccess)
         return 0;
-    fs_pdl_config pc(dim3(2), dim3(THREADS), SMEM, nullptr, false);
+    fs_pdl_config pc(dim3(2), dim3(Shape<NWG>::THREADS), Shape<NWG>::SMEM, nullptr, false);
     pc.cluster_x(2);
-    if (cudaOccupancyMaxActiveClusters(&n, fshr_scan_kernel<true, 2, true>, &pc.cfg) !=
+    if (cudaOccupancyMaxActiveClusters(&n, fshr_scan_kernel<NWG, true, 2, true>, &pc.cfg) !=
         cudaSuccess) {
         (void)cudaGetLastError();
         return 0;
@@ -409,23 +437,33 @@ int max_clusters_2()
     return n;
 }
 
-int64_t row_blocks(int64_t rows)
+int64_t row_blocks(int64_t rows, int br)
 {
-    return (rows + BR - 1) / BR;
+    return (rows + br - 1) / br;
 }
 
 } // namespace fshr
 
+extern "C" int fs_hopper_rows_block(int64_t rows, int requested)
+{
+    if (requested == 128 || requested == 192)
+        return requested;
+    return rows > fshr::Shape<2>::BR && rows <= fshr::Shape<3>::BR ? fshr::Shape<3>::BR
+                                                                    : fshr::Shape<2>::BR;
+}
+
 extern "C" int64_t fs_hopper_rows_slots(int64_t V_local, int64_t rows, int sm_count,
-                                        int multicast)
+                                        int multicast, int row_block)
 {
     if (V_local <= 0 || rows <= 0)
         return 0;
+    const int br = fs_hopper_rows_block(rows, row_block);
     const int64_t units = (V_local + fshr::UNIT - 1) / fshr::UNIT;
-    const int64_t n_rb = fshr::row_blocks(rows);
+    const int64_t n_rb = fshr::row_blocks(rows, br);
     int64_t slots = sm_count / n_rb;
     if (fshr::cluster_size(n_rb, multicast) == 2) {
-        const int mc = fshr::max_clusters_2();
+        const int mc = br == fshr::Shape<3>::BR ? fshr::max_clusters_2<3>()
+                                                : fshr::max_clusters_2<2>();
         if (mc > 0 && mc < slots)
             slots = mc;
     }
@@ -439,11 +477,12 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
                                      int64_t global_vocab, const fs_row_desc *descs,
                                      const float *logit_bias, const uint32_t *allowed,
                                      fs_record *recs, int64_t slots, const fs_tail_args *tail,
-                                     int multicast, int argmax_only, int device,
+                                     int multicast, int row_block, int argmax_only, int device,
                                      cudaStream_t stream)
 {
     using namespace fshr;
-    const int64_t n_rb = row_blocks(rows);
+    const int br = fs_hopper_rows_block(rows, row_block);
+    const int64_t n_rb = row_blocks(rows, br);
     const int64_t units = (V_local + UNIT - 1) / UNIT;
     const int64_t grid = slots * n_rb;
     if (slots < 1 || slots > units || grid > INT32_MAX || rows > INT32_MAX || units > INT32_MAX)
@@ -458,17 +497,16 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
     CUtensorMap tw, th;
     cudaError_t e = make_map(&tw, W, is_bf16, D, V_local, UNIT);
     if (e == cudaSuccess)
-        e = make_map(&th, H, is_bf16, D, rows, BR);
+        e = make_map(&th, H, is_bf16, D, rows, br);
     if (e != cudaSuccess)
         return (int)e;
+    const bool wide = br == Shape<3>::BR;
     /* programmatic launch: overlaps the prep kernel (see fs_pdl_wait above) */
-    fs_pdl_config pc(dim3((unsigned)grid), dim3(THREADS), SMEM, stream, true);
-    const bool bf = is_bf16 != 0;
-    if (cluster_size(n_rb, multicast) == 2)
-        e = argmax_only ? launch_dtype<2, false>(bf, pc, tw, th, a, device)
-                        : launch_dtype<2, true>(bf, pc, tw, th, a, device);
-    else
-        e = argmax_only ? launch_dtype<1, false>(bf, pc, tw, th, a, device)
-                        : launch_dtype<1, true>(bf, pc, tw, th, a, device);
+    fs_pdl_config pc(dim3((unsigned)grid), dim3(wide ? Shape<3>::THREADS : Shape<2>::THREADS),
+                     wide ? Shape<3>::SMEM : Shape<2>::SMEM, stream, true);
+    const int cl = cluster_size(n_rb, multicast);
+    const bool bf = is_bf16 != 0, lse = !argmax_only;
+    e = wide ? launch_shape<3>(bf, cl, lse, pc, tw, th, a, device)
+             : launch_shape<2>(bf, cl, lse, pc, tw, th, a, device);
     return (int)(e != cudaSuccess ? e : cudaGetLastError());
 }

@@ -14,21 +14,28 @@
 extern "C" {
 #endif
 
+/* Rows per CTA (row block) for `rows` rows: `requested` when it is 128 or
+ * 192, else 192 for 129-192 rows (one block instead of two of 128), 128
+ * otherwise. */
+int fs_hopper_rows_block(int64_t rows, int requested);
+
 /* Records per row the kernel writes: one per "slot" (a CTA's share of the
  * vocabulary, for each row block).  multicast: two row blocks run as 2-CTA
- * clusters sharing W (slots then capped at the clusters that fit). */
-int64_t fs_hopper_rows_slots(int64_t V_local, int64_t rows, int sm_count, int multicast);
+ * clusters sharing W (slots then capped at the clusters that fit).
+ * row_block: as fs_hopper_rows_block's `requested`. */
+int64_t fs_hopper_rows_slots(int64_t V_local, int64_t rows, int sm_count, int multicast,
+                             int row_block);
 
 /* Record (row r, slot k) goes to recs[r * slots + k]; slots must be
- * fs_hopper_rows_slots(V_local, rows, sm_count, multicast).  tail: run by the
+ * fs_hopper_rows_slots(V_local, rows, sm_count, multicast, row_block).  tail: run by the
  * last CTA (NULL: none).  argmax_only: the rows are draft argmax's, whose
  * records need no sum of exponentials (sum_exp is then meaningless). */
 int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, int64_t V_local, int64_t D,
                           int64_t rows, int64_t vocab_offset, int64_t global_vocab,
                           const fs_row_desc *descs, const float *logit_bias,
                           const uint32_t *allowed, fs_record *recs, int64_t slots,
-                          const fs_tail_args *tail, int multicast, int argmax_only,
-                          int device, cudaStream_t stream);
+                          const fs_tail_args *tail, int multicast, int row_block,
+                          int argmax_only, int device, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

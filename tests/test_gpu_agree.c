@@ -213,6 +213,10 @@ static void test_fused_bf16(void **state)
         /* rows kernel with 3 row blocks, the last half padding, several
            tiles per CTA; bias and mask */
         {1, FS_DTYPE_BF16, 20011, 200, 320, 1, 0},
+        /* rows kernel with one 192-row block (its third warpgroup partly
+           padding), 3-4 tiles per CTA, more k-blocks than stages; bias and
+           mask */
+        {1, FS_DTYPE_BF16, 50021, 264, 150, 1, 0},
     };
     run_cases(cs, sizeof cs / sizeof cs[0]);
 }
