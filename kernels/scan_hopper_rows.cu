@@ -2,7 +2,7 @@
  * wgmma M dimension.
  *
  *   logits = H . W^T, rows = wgmma M (64 per consumer warpgroup), vocabulary
- *   = wgmma N (256 per tile), K = D.
+ *   = wgmma N (256 per tile; 128 in the 192-row shape), K = D.
  *
  * Why a second kernel: the vocabulary-as-M kernel (scan_hopper.cu) keeps a
  * tile's logits in an fp32 shared-memory buffer for its epilogue, which caps
@@ -15,14 +15,15 @@
  *   CTA        3 warpgroups, one CTA per SM: a producer (one thread issues
  *              the TMA, its other 3 warps draw the sampling noise;
  *              setmaxnreg hands its spare registers to the others) and 2
- *              consumers with 224-240 registers a thread.  The producer refills
+ *              consumers with 232-240 registers a thread (the 192-row
+ *              shape: 3 consumers with 152-160, see Shape).  The producer refills
  *              a stage the moment it is free, whatever the consumers are
  *              doing.  With thread 0 of a consumer as the producer a refill
  *              waited for that warp to come back from its wgmma wait, and in
  *              a cluster for the peer CTA too: W multicast lost 5% at 256
  *              rows (session 4); with this producer it gains 5-20% at 200 -
  *              256 rows (session 6).
- *   work       CTA = (row block of 128 rows, slot).  The vocabulary is cut into
+ *   work       CTA = (row block of 128 or 192 rows, slot).  The vocabulary is cut into
  *              128-token units, and slot s owns a contiguous range of them
  *              (the slots' ranges differ by at most one unit), taken as
  *              256-token tiles plus a last half tile when the count is odd: the
@@ -33,7 +34,8 @@
  *              of a step for both (TMA multicast: W read from L2 once per
  *              slot), releasing a stage to both producers.
  *   pipeline   4 stages of { W 256 x 64 (two 128-row TMA boxes; one for a half
- *              tile), H 128 x 64 }, 128-byte swizzle, full/empty mbarriers.
+ *              tile), H 128 x 64 } (192-row shape: 5 of { W 128 x 64, H 192 x
+ *              64 }), 128-byte swizzle, full/empty mbarriers.
  *              A stage is refilled as soon as all consumer warps (of the
  *              cluster) are past it; the last stage of a tile is released
  *              before the epilogue, so 4 k-blocks of the next tile stream in
@@ -62,6 +64,9 @@
 #include "rows_epilogue.cuh"
 #include "wgmma.cuh"
 
+#ifndef FSHR_STAGES3 /* stages of the 192-row shape (A/B builds) */
+#define FSHR_STAGES3 5
+#endif
 #ifndef FSHR_PROBE_NO_EPI
 #define FSHR_PROBE_NO_EPI 0
 #endif
@@ -72,7 +77,6 @@ using namespace fshp;
 
 constexpr int UNIT = 128; /* tokens per unit of work (one W TMA box) */
 constexpr int WG = 128;   /* threads per warpgroup */
-constexpr int STAGES = 4;
 
 /* The CTA's shape, by its number of consumer warpgroups NWG (64 rows each):
  *   2: 128 rows x 256-token tiles (any row count; 24 KB of W + H per 2^20
@@ -81,7 +85,9 @@ constexpr int STAGES = 4;
  *      two of 128 rows pay for 256 (verify's 160 rows = 32 requests cost as
  *      much as 256 rows, session 8).  A third warpgroup leaves (64K - the
  *      producer's) / 384 registers a consumer thread, room for 64
- *      accumulators (128-token tiles) but not 128. */
+ *      accumulators (128-token tiles) but not 128.  Its 40 KB stages
+ *      leave room for 5: a k-block here is 3/4 of the 2-warpgroup shape's
+ *      MMA work, so 5 stages hold about the time 4 hold there. */
 template <int NWG> struct Shape {
     static_assert(NWG == 2 || NWG == 3, "2 or 3 consumer warpgroups");
     static constexpr int BR = 64 * NWG;             /* rows per CTA */
@@ -94,6 +100,7 @@ template <int NWG> struct Shape {
     static constexpr int W_BYTES = BV * BK * 2;
     static constexpr int H_BYTES = BR * BK * 2;
     static constexpr int STAGE_BYTES = W_BYTES + H_BYTES;
+    static constexpr int STAGES = NWG == 2 ? 4 : FSHR_STAGES3;
     /* full / empty per stage, the tail flag, noise full / empty */
     static constexpr int BAR_BYTES = 2 * STAGES * 8 + 16 + 16;
     static constexpr int DESC_BYTES = BR * (int)sizeof(fs_row_desc);
@@ -165,7 +172,7 @@ __device__ __forceinline__ void issue_step(int j, const CUtensorMap *tmw, const 
     using S = Shape<NWG>;
     const int t = j / a.kblocks, kb = j - t * a.kblocks;
     const int u = u0 + S::UPT * t, nu = u1 - u >= S::UPT ? S::UPT : 1;
-    const int st = j % STAGES;
+    const int st = j % S::STAGES;
     mbar_expect_tx(full, (uint32_t)(nu * WU_BYTES + S::H_BYTES));
     if (CL == 1) {
         for (int i = 0; i < nu; ++i)
@@ -186,7 +193,7 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
     using S = Shape<NWG>;
     constexpr int STAGE_BYTES = S::STAGE_BYTES, W_BYTES = S::W_BYTES, H_BYTES = S::H_BYTES;
     constexpr int BR = S::BR, BV = S::BV, NA = S::NA, NBT = S::NBT, NCW = S::NCW, NCT = S::NCT;
-    constexpr int BAR_BYTES = S::BAR_BYTES, DESC_BYTES = S::DESC_BYTES;
+    constexpr int BAR_BYTES = S::BAR_BYTES, DESC_BYTES = S::DESC_BYTES, STAGES = S::STAGES;
     extern __shared__ unsigned char smem_raw[];
     unsigned char *smem = smem_align_1024(smem_raw);
     const uint32_t sbase = smem_u32(smem);
