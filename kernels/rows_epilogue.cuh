@@ -295,22 +295,25 @@ __device__ __forceinline__ int quad_pick(const float (&acc)[NA], int K, float c,
 
 /* The noise of one vocabulary tile for the CTA's BR rows (NBT noise blocks a
  * row), drawn by the producer warpgroup's spare warps while the consumers run
- * the tile's MMA: for row lr and local blocks 2 p, 2 p + 1, buf[lr NBT / 2 +
- * p] = {Gumbel noise, inverse-CDF uniform} of each (record.h's words, so the
- * samples are the CPU reference's).  Rows that take no noise are skipped:
- * their consumers never read them.  Threads t0, t0 + nt, ... of the caller. */
-template <int BR, int NBT, class A>
-__device__ __forceinline__ void noise_fill(float4 *buf, int rb, int64_t g0, int t0, int nt,
-                                           const A &a)
+ * the tile's MMA: for local row lr and local blocks 2 p, 2 p + 1, buf[lr NBT
+ * / 2 + p] = {Gumbel noise, inverse-CDF uniform} of each (record.h's words,
+ * so the samples are the CPU reference's).  row_of(lr): the row that local
+ * row lr holds, or -1 (nothing to draw).  Rows that take no noise are
+ * skipped: their consumers never read them.  Threads t0, t0 + nt, ... of
+ * the caller. */
+template <int BR, int NBT, class A, class RowOf>
+__device__ __forceinline__ void noise_fill(float4 *buf, int64_t g0, int t0, int nt, const A &a,
+                                           RowOf row_of)
 {
     constexpr int NP = NBT / 2;
     const uint32_t B0 = (uint32_t)(g0 / FS_NOISE_BLOCK);
-    const int n = (int)min((int64_t)BR, a.rows - (int64_t)rb * BR) * NP; /* rows in range */
-    const fs_row_desc *d0 = a.descs + (int64_t)rb * BR;
-    for (int i = t0; i < n; i += nt) {
+    for (int i = t0; i < BR * NP; i += nt) {
         const int lr = i / NP;
+        const int64_t row = row_of(lr);
+        if (row < 0)
+            continue;
         /* written by the prep kernel, which may have run alongside: no .nc loads */
-        const fs_row_desc *d = d0 + lr;
+        const fs_row_desc *d = a.descs + row;
         const uint32_t flags = d->flags;
         if (!(flags & FS_ROWF_VALID) || (flags & FS_ROWF_GREEDY))
             continue;

@@ -35,7 +35,9 @@
  *              slot), releasing a stage to both producers.
  *   pipeline   4 stages of { W 256 x 64 (two 128-row TMA boxes; one for a half
  *              tile), H 128 x 64 } (192-row shape: 5 of { W 128 x 64, H 192 x
- *              64 }), 128-byte swizzle, full/empty mbarriers.
+ *              64 }), 128-byte swizzle, full/empty mbarriers.  H comes as
+ *              one 64-row box per warpgroup, none reaching past the last
+ *              row (slice_base).
  *              A stage is refilled as soon as all consumer warps (of the
  *              cluster) are past it; the last stage of a tile is released
  *              before the epilogue, so 4 k-blocks of the next tile stream in
@@ -146,9 +148,40 @@ __host__ __device__ __forceinline__ void slot_range(int slot, int slots, int uni
     *u1 = (int)((int64_t)(slot + 1) * units / slots);
 }
 
+/* H is loaded as one 64-row box per consumer warpgroup ("slice").  A box
+ * that reaches past the last row is slow: the TMA's zero fill cost 2-3 us
+ * per missing row at 136-152 rows (session 9: 136 rows took 11% longer than
+ * 192).  So the last slices are moved back to end at the last row (their
+ * first rows then repeat the previous slice's, and only the other
+ * warpgroup records them), and a slice past the last row is not loaded
+ * at all.  First row of slice w of row block rb as loaded: */
+__host__ __device__ __forceinline__ int64_t slice_base(int rb, int w, int br, int64_t rows)
+{
+    const int64_t nominal = (int64_t)rb * br + 64 * w, last = rows - 64;
+    return nominal < last ? nominal : last > 0 ? last : 0;
+}
+
+/* Row held by local row lr (slice lr / 64) of row block rb, or -1 when
+ * that row is out of range or another slice's. */
+__host__ __device__ __forceinline__ int64_t slot_row(int rb, int lr, int br, int64_t rows)
+{
+    const int w = lr >> 6;
+    const int64_t row = slice_base(rb, w, br, rows) + (lr & 63);
+    return row >= (int64_t)rb * br + 64 * w && row < rows ? row : -1;
+}
+
+/* Slices of row block rb with rows in range (the first ones). */
+__host__ __device__ __forceinline__ int live_slices(int rb, int nwg, int br, int64_t rows)
+{
+    const int64_t left = rows - (int64_t)rb * br;
+    const int64_t n = (left + 63) / 64;
+    return n < nwg ? (int)n : nwg;
+}
+
 #if FSH_SM90A
 
 constexpr int WU_BYTES = UNIT * BK * 2; /* one W TMA box */
+constexpr int HS_BYTES = 64 * BK * 2;   /* one H slice (TMA box) */
 constexpr int NOISE_THREADS = WG - 32; /* producer warps 1-3 */
 /* named barriers (0 is __syncthreads) */
 constexpr int BAR_CONSUMERS = 1;
@@ -161,7 +194,7 @@ constexpr int BAR_TAIL = 2;
 template <int NWG, int CL>
 __device__ __forceinline__ void issue_step(int j, const CUtensorMap *tmw, const CUtensorMap *tmh,
                                            uint32_t sW, uint32_t sH, uint32_t full, int rb, int u0,
-                                           int u1, const Args &a)
+                                           int u1, int live, const Args &a)
 {
     /* a W unit is read by the n_rb CTAs of its slot, about together; even
        with one row block evict_normal beats evict_first (see scan_hopper.cu);
@@ -173,7 +206,7 @@ __device__ __forceinline__ void issue_step(int j, const CUtensorMap *tmw, const 
     const int t = j / a.kblocks, kb = j - t * a.kblocks;
     const int u = u0 + S::UPT * t, nu = u1 - u >= S::UPT ? S::UPT : 1;
     const int st = j % S::STAGES;
-    mbar_expect_tx(full, (uint32_t)(nu * WU_BYTES + S::H_BYTES));
+    mbar_expect_tx(full, (uint32_t)(nu * WU_BYTES + live * HS_BYTES));
     if (CL == 1) {
         for (int i = 0; i < nu; ++i)
             tma_load_2d(sW + st * S::W_BYTES + i * WU_BYTES, tmw, kb * BK, (u + i) * UNIT, full,
@@ -182,7 +215,9 @@ __device__ __forceinline__ void issue_step(int j, const CUtensorMap *tmw, const 
         tma_load_2d_multicast(sW + st * S::W_BYTES + rb * WU_BYTES, tmw, kb * BK, (u + rb) * UNIT,
                               full, (uint16_t)((1u << CL) - 1u), pol_w);
     }
-    tma_load_2d(sH + st * S::H_BYTES, tmh, kb * BK, rb * S::BR, full, pol_h);
+    for (int w = 0; w < live; ++w)
+        tma_load_2d(sH + st * S::H_BYTES + w * HS_BYTES, tmh, kb * BK,
+                    (int)slice_base(rb, w, S::BR, a.rows), full, pol_h);
 }
 
 template <int NWG, bool BF16, int CL, bool LSE>
@@ -215,6 +250,7 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
     int u0, u1;
     slot_range(slot, a.slots, a.units, &u0, &u1);
     const int n_tiles = (u1 - u0 + S::UPT - 1) / S::UPT;
+    const int live = live_slices(rb, NWG, BR, a.rows);
     const int steps = n_tiles * KB;
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
@@ -244,7 +280,7 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
                 const int s = j % STAGES;
                 if (j >= STAGES) /* step j - STAGES released by every warp of the cluster */
                     mbar_wait(FSHR_EMPTY(s), (uint32_t)(j / STAGES - 1) & 1u);
-                issue_step<NWG, CL>(j, &tmw, &tmh, sW, sH, FSHR_FULL(s), rb, u0, u1, a);
+                issue_step<NWG, CL>(j, &tmw, &tmh, sW, sH, FSHR_FULL(s), rb, u0, u1, live, a);
             }
         } else if (LSE && !FSHR_PROBE_NO_EPI && threadIdx.x >= 32) {
             /* the noise of tile t, drawn under its MMA once the consumers
@@ -254,8 +290,9 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
             for (int t = 0; t < n_tiles; ++t) {
                 if (t > 0)
                     mbar_wait(FSHR_NOISE_EMPTY, (uint32_t)(t - 1) & 1u);
-                noise_fill<BR, NBT>(s_noise, rb, a.vocab_offset + (int64_t)(u0 + S::UPT * t) * UNIT,
-                                    threadIdx.x - 32, NOISE_THREADS, a);
+                noise_fill<BR, NBT>(
+                    s_noise, a.vocab_offset + (int64_t)(u0 + S::UPT * t) * UNIT, threadIdx.x - 32,
+                    NOISE_THREADS, a, [&](int lr) { return slot_row(rb, lr, BR, a.rows); });
                 mbar_arrive(FSHR_NOISE_FULL);
             }
         }
@@ -276,8 +313,8 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
     const int cw = ct >> 7, wi = (ct >> 5) & 3;
     const int ga = lane >> 2, gc = lane & 3;
     if (ct < BR) {
-        const int row = rb * BR + ct;
-        if (row < a.rows) {
+        const int64_t row = slot_row(rb, ct, BR, a.rows);
+        if (row >= 0) {
             s_desc[ct] = a.descs[row];
 #if FSHR_PROBE_NO_EXCL /* timing probe: rows without an excluded / selected token (verify: wrong results) */
             s_desc[ct].excluded = -1;
@@ -293,8 +330,13 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
     fs_named_bar(BAR_CONSUMERS, NCT);
     const int lr = cw * 64 + 16 * wi + ga; /* local row of r0; r1 is lr + 8 */
     RowState r0, r1;
-    row_init(r0, rb * BR + lr, s_desc + lr);
-    row_init(r1, rb * BR + lr + 8, s_desc + lr + 8);
+    {
+        /* a row that is not this slot's has flags 0: its row number is
+           never used */
+        const int64_t q0 = slot_row(rb, lr, BR, a.rows), q1 = slot_row(rb, lr + 8, BR, a.rows);
+        row_init(r0, q0 >= 0 ? (int)q0 : 0, s_desc + lr);
+        row_init(r1, q1 >= 0 ? (int)q1 : 0, s_desc + lr + 8);
+    }
 
     float acc[NA];
 #pragma unroll
@@ -318,8 +360,12 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
             const int s = j % STAGES;
             mbar_wait(FSHR_FULL(s), (uint32_t)(j / STAGES) & 1u);
             __syncwarp();
+            /* a slice past the last row is not loaded (live_slices): its
+               warpgroup multiplies whatever its smem holds, into rows that
+               are never read (a branch around the wgmma serialises it:
+               ptxas C7518) */
             wg_fence();
-            mma_kblock<BV, BF16>(acc, sH + s * H_BYTES + cw * (64 * BK * 2), sW + s * W_BYTES,
+            mma_kblock<BV, BF16>(acc, sH + s * H_BYTES + cw * HS_BYTES, sW + s * W_BYTES,
                                   kb == 0);
             wg_commit();
             wg_wait<1>();
@@ -347,9 +393,9 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
 #endif
     }
     const fs_record q0 = quad_record(r0), q1 = quad_record(r1);
-    if (gc == 0 && r0.row < a.rows)
+    if (gc == 0 && slot_row(rb, lr, BR, a.rows) >= 0)
         a.recs[(int64_t)r0.row * a.slots + slot] = q0;
-    if (gc == 0 && r1.row < a.rows)
+    if (gc == 0 && slot_row(rb, lr + 8, BR, a.rows) >= 0)
         a.recs[(int64_t)r1.row * a.slots + slot] = q1;
     if (CL > 1)
         cluster_sync();
@@ -504,7 +550,7 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
     CUtensorMap tw, th;
     cudaError_t e = make_map(&tw, W, is_bf16, D, V_local, UNIT);
     if (e == cudaSuccess)
-        e = make_map(&th, H, is_bf16, D, rows, br);
+        e = make_map(&th, H, is_bf16, D, rows, 64); /* one box per slice */
     if (e != cudaSuccess)
         return (int)e;
     const bool wide = br == Shape<3>::BR;
