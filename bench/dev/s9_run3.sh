@@ -9,10 +9,11 @@ source "$(dirname "$0")/common.sh"
 exec > >(tee $OUT/run3.txt) 2>&1
 mkdir -p /tmp/base && tar -xf ab_base.tar -C /tmp/base
 ( build_bench /tmp/base-build /tmp/base ) > $OUT/build_base.txt 2>&1 &
+bpid=$!
 FS_BUILD_DIR=build-sm90a FS_BENCH=ON FS_SANITIZE=0 FS_CTEST_REGEX='^test_api$' \
   timeout 300 bash bench/run_gpu_tests.sh > $OUT/build_stdout.txt 2>&1
 echo "build rc=$?"
-wait; cat $OUT/build_base.txt
+wait $bpid; cat $OUT/build_base.txt  # not a bare wait: it would wait for tee too
 A=build-sm90a/bench/flashspec_bench B=/tmp/base-build/bench/flashspec_bench
 ls -la $A $B >/dev/null || exit 1
 timeout 30 $A --shapes 151936x4096 --rows 136,320 --requests 28 --reps 3 --warmup 1 > $OUT/smoke.txt 2>&1
