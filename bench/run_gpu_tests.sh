@@ -2,7 +2,7 @@
 # GPU machine: build for Hopper, run the whole test suite (GPU tests
 # included), then compute-sanitizer memcheck, racecheck and initcheck on the
 # GPU test executables (small shapes), memcheck and racecheck of the agreement
-# test at 200 rows (the clustered rows kernel), and print a pass/fail table
+# test at 200 rows (the rows kernel's larger shapes), and print a pass/fail table
 # per step.
 #
 # Logs: $OUT/gpu_tests.log (every step, long logs cut to their last lines)
@@ -161,11 +161,19 @@ for tool in memcheck racecheck initcheck; do
   done
 done
 
-# the small mode caps rows at 65: the clustered rows kernel (129-256 rows, W
-# multicast, noise drawn by the producer) gets a memcheck and racecheck of its
-# own at 200 rows
-for tool in memcheck racecheck; do
+# the small mode caps rows at 65: the rows kernel's larger shapes get a
+# memcheck and racecheck of their own at up to 200 rows: by default (129-192
+# rows: one 192-row CTA; 193-200: 2-CTA clusters, W multicast, noise drawn by
+# the producer), then with 192-row CTAs for every row count (2-CTA clusters of
+# them at 193-200 rows)
+for run in "memcheck 128" "racecheck 128" "memcheck 192" "racecheck 192"; do
+  read -r tool rb <<<"$run"
   step="$tool:test_gpu_agree@200rows"
+  renv=()
+  if [ "$rb" = 192 ]; then
+    step="$step,rb192"
+    renv=(FLASHSPEC_HOPPER_ROW_BLOCK=192)
+  fi
   if [ "$SANITIZE" = 0 ]; then
     skip_step "$step" "FS_SANITIZE=0"
   elif [ $built = 0 ] || [ -z "$SAN" ] || [ ! -x "$BUILD/tests/test_gpu_agree" ]; then
@@ -173,7 +181,7 @@ for tool in memcheck racecheck; do
   else
     extra=()
     [ "$tool" = racecheck ] && extra=(--racecheck-report all)
-    run_step "$step" env FS_GPU_TEST_SMALL=1 FS_GPU_TEST_SMALL_ROWS=200 "$SAN" --tool "$tool" \
+    run_step "$step" env FS_GPU_TEST_SMALL=1 FS_GPU_TEST_SMALL_ROWS=200 ${renv[@]+"${renv[@]}"} "$SAN" --tool "$tool" \
       --error-exitcode 1 ${extra[@]+"${extra[@]}"} "$BUILD/tests/test_gpu_agree"
   fi
 done

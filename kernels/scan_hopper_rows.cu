@@ -35,9 +35,8 @@
  *              slot), releasing a stage to both producers.
  *   pipeline   4 stages of { W 256 x 64 (two 128-row TMA boxes; one for a half
  *              tile), H 128 x 64 } (192-row shape: 5 of { W 128 x 64, H 192 x
- *              64 }), 128-byte swizzle, full/empty mbarriers.  H comes as
- *              one 64-row box per warpgroup, none reaching past the last
- *              row (slice_base).
+ *              64 }), 128-byte swizzle, full/empty mbarriers.  No H box
+ *              reaches past the last row (slice_base).
  *              A stage is refilled as soon as all consumer warps (of the
  *              cluster) are past it; the last stage of a tile is released
  *              before the epilogue, so 4 k-blocks of the next tile stream in
@@ -148,13 +147,14 @@ __host__ __device__ __forceinline__ void slot_range(int slot, int slots, int uni
     *u1 = (int)((int64_t)(slot + 1) * units / slots);
 }
 
-/* H is loaded as one 64-row box per consumer warpgroup ("slice").  A box
- * that reaches past the last row is slow: the TMA's zero fill cost 2-3 us
- * per missing row at 136-152 rows (session 9: 136 rows took 11% longer than
- * 192).  So the last slices are moved back to end at the last row (their
- * first rows then repeat the previous slice's, and only the other
- * warpgroup records them), and a slice past the last row is not loaded
- * at all.  First row of slice w of row block rb as loaded: */
+/* H of a row block wholly in range is one TMA box.  A box that reaches past
+ * the last row is slow (the TMA's zero fill: with the 192-row shape 136
+ * rows took 11% longer than 192, session 9 run 2; in-range boxes, 13%
+ * less), so a row block that ends past it is loaded as one 64-row box per
+ * consumer warpgroup ("slice"), the last slices moved back to end at the
+ * last row (their first rows then repeat the previous slice's, and only
+ * that slice's warpgroup records them), and a slice wholly past the last
+ * row not loaded at all.  First row of slice w of row block rb as loaded: */
 __host__ __device__ __forceinline__ int64_t slice_base(int rb, int w, int br, int64_t rows)
 {
     const int64_t nominal = (int64_t)rb * br + 64 * w, last = rows - 64;
@@ -193,8 +193,9 @@ constexpr int BAR_TAIL = 2;
  * i for every CTA of the cluster. */
 template <int NWG, int CL>
 __device__ __forceinline__ void issue_step(int j, const CUtensorMap *tmw, const CUtensorMap *tmh,
-                                           uint32_t sW, uint32_t sH, uint32_t full, int rb, int u0,
-                                           int u1, int live, const Args &a)
+                                           const CUtensorMap *tms, uint32_t sW, uint32_t sH,
+                                           uint32_t full, int rb, int u0, int u1, int live,
+                                           const Args &a)
 {
     /* a W unit is read by the n_rb CTAs of its slot, about together; even
        with one row block evict_normal beats evict_first (see scan_hopper.cu);
@@ -206,7 +207,8 @@ __device__ __forceinline__ void issue_step(int j, const CUtensorMap *tmw, const 
     const int t = j / a.kblocks, kb = j - t * a.kblocks;
     const int u = u0 + S::UPT * t, nu = u1 - u >= S::UPT ? S::UPT : 1;
     const int st = j % S::STAGES;
-    mbar_expect_tx(full, (uint32_t)(nu * WU_BYTES + live * HS_BYTES));
+    /* live < 0: the whole block is in range, one box */
+    mbar_expect_tx(full, (uint32_t)(nu * WU_BYTES + (live < 0 ? S::H_BYTES : live * HS_BYTES)));
     if (CL == 1) {
         for (int i = 0; i < nu; ++i)
             tma_load_2d(sW + st * S::W_BYTES + i * WU_BYTES, tmw, kb * BK, (u + i) * UNIT, full,
@@ -215,15 +217,17 @@ __device__ __forceinline__ void issue_step(int j, const CUtensorMap *tmw, const 
         tma_load_2d_multicast(sW + st * S::W_BYTES + rb * WU_BYTES, tmw, kb * BK, (u + rb) * UNIT,
                               full, (uint16_t)((1u << CL) - 1u), pol_w);
     }
+    if (live < 0)
+        tma_load_2d(sH + st * S::H_BYTES, tmh, kb * BK, rb * S::BR, full, pol_h);
     for (int w = 0; w < live; ++w)
-        tma_load_2d(sH + st * S::H_BYTES + w * HS_BYTES, tmh, kb * BK,
+        tma_load_2d(sH + st * S::H_BYTES + w * HS_BYTES, tms, kb * BK,
                     (int)slice_base(rb, w, S::BR, a.rows), full, pol_h);
 }
 
 template <int NWG, bool BF16, int CL, bool LSE>
 __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
     fshr_scan_kernel(const __grid_constant__ CUtensorMap tmw, const __grid_constant__ CUtensorMap tmh,
-                     const Args a)
+                     const __grid_constant__ CUtensorMap tms, const Args a)
 {
     using S = Shape<NWG>;
     constexpr int STAGE_BYTES = S::STAGE_BYTES, W_BYTES = S::W_BYTES, H_BYTES = S::H_BYTES;
@@ -251,6 +255,7 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
     slot_range(slot, a.slots, a.units, &u0, &u1);
     const int n_tiles = (u1 - u0 + S::UPT - 1) / S::UPT;
     const int live = live_slices(rb, NWG, BR, a.rows);
+    const bool whole = (int64_t)(rb + 1) * BR <= a.rows; /* H in one box */
     const int steps = n_tiles * KB;
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
@@ -265,6 +270,7 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
         asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmw)) : "memory");
         asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmh)) : "memory");
+        asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tms)) : "memory");
     }
     /* the peers' barriers must exist before a multicast or an arrive reaches them */
     if (CL > 1)
@@ -280,7 +286,8 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
                 const int s = j % STAGES;
                 if (j >= STAGES) /* step j - STAGES released by every warp of the cluster */
                     mbar_wait(FSHR_EMPTY(s), (uint32_t)(j / STAGES - 1) & 1u);
-                issue_step<NWG, CL>(j, &tmw, &tmh, sW, sH, FSHR_FULL(s), rb, u0, u1, live, a);
+                issue_step<NWG, CL>(j, &tmw, &tmh, &tms, sW, sH, FSHR_FULL(s), rb, u0, u1,
+                                    whole ? -1 : live, a);
             }
         } else if (LSE && !FSHR_PROBE_NO_EPI && threadIdx.x >= 32) {
             /* the noise of tile t, drawn under its MMA once the consumers
@@ -414,7 +421,7 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
 template <int NWG, bool BF16, int CL, bool LSE>
 __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
     fshr_scan_kernel(const __grid_constant__ CUtensorMap tmw, const __grid_constant__ CUtensorMap tmh,
-                     const Args a)
+                     const __grid_constant__ CUtensorMap tms, const Args a)
 {
 }
 
@@ -427,30 +434,35 @@ template <int NWG, bool BF16, int CL, bool LSE> cudaError_t configure(int device
                          Shape<NWG>::SMEM, &done, device);
 }
 
+/* The kernel's tensor maps: W (128-token boxes), H in one box of the CTA's
+ * rows, H in 64-row slices. */
+struct Maps {
+    CUtensorMap w, h, s;
+};
+
 template <int NWG, bool BF16, int CL, bool LSE>
-cudaError_t launch(fs_pdl_config &pc, const CUtensorMap &tw, const CUtensorMap &th, const Args &a,
-                   int device)
+cudaError_t launch(fs_pdl_config &pc, const Maps &m, const Args &a, int device)
 {
     cudaError_t e = configure<NWG, BF16, CL, LSE>(device);
     if (e != cudaSuccess)
         return e;
     pc.cluster_x(CL);
-    return cudaLaunchKernelEx(&pc.cfg, fshr_scan_kernel<NWG, BF16, CL, LSE>, tw, th, a);
+    return cudaLaunchKernelEx(&pc.cfg, fshr_scan_kernel<NWG, BF16, CL, LSE>, m.w, m.h, m.s, a);
 }
 
 template <int NWG>
-cudaError_t launch_shape(bool bf16, int cl, bool lse, fs_pdl_config &pc, const CUtensorMap &tw,
-                         const CUtensorMap &th, const Args &a, int device)
+cudaError_t launch_shape(bool bf16, int cl, bool lse, fs_pdl_config &pc, const Maps &m,
+                         const Args &a, int device)
 {
     if (cl == 2)
-        return bf16 ? (lse ? launch<NWG, true, 2, true>(pc, tw, th, a, device)
-                           : launch<NWG, true, 2, false>(pc, tw, th, a, device))
-                    : (lse ? launch<NWG, false, 2, true>(pc, tw, th, a, device)
-                           : launch<NWG, false, 2, false>(pc, tw, th, a, device));
-    return bf16 ? (lse ? launch<NWG, true, 1, true>(pc, tw, th, a, device)
-                       : launch<NWG, true, 1, false>(pc, tw, th, a, device))
-                : (lse ? launch<NWG, false, 1, true>(pc, tw, th, a, device)
-                       : launch<NWG, false, 1, false>(pc, tw, th, a, device));
+        return bf16 ? (lse ? launch<NWG, true, 2, true>(pc, m, a, device)
+                           : launch<NWG, true, 2, false>(pc, m, a, device))
+                    : (lse ? launch<NWG, false, 2, true>(pc, m, a, device)
+                           : launch<NWG, false, 2, false>(pc, m, a, device));
+    return bf16 ? (lse ? launch<NWG, true, 1, true>(pc, m, a, device)
+                       : launch<NWG, true, 1, false>(pc, m, a, device))
+                : (lse ? launch<NWG, false, 1, true>(pc, m, a, device)
+                       : launch<NWG, false, 1, false>(pc, m, a, device));
 }
 
 /* Clusters of the two row blocks of a slot when there are two: W is then
@@ -547,10 +559,12 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
     a.slots = (int)slots;
     a.units = (int)units;
 
-    CUtensorMap tw, th;
-    cudaError_t e = make_map(&tw, W, is_bf16, D, V_local, UNIT);
+    Maps m;
+    cudaError_t e = make_map(&m.w, W, is_bf16, D, V_local, UNIT);
     if (e == cudaSuccess)
-        e = make_map(&th, H, is_bf16, D, rows, 64); /* one box per slice */
+        e = make_map(&m.h, H, is_bf16, D, rows, br);
+    if (e == cudaSuccess)
+        e = make_map(&m.s, H, is_bf16, D, rows, 64);
     if (e != cudaSuccess)
         return (int)e;
     const bool wide = br == Shape<3>::BR;
@@ -559,7 +573,7 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
                      wide ? Shape<3>::SMEM : Shape<2>::SMEM, stream, true);
     const int cl = cluster_size(n_rb, multicast);
     const bool bf = is_bf16 != 0, lse = !argmax_only;
-    e = wide ? launch_shape<3>(bf, cl, lse, pc, tw, th, a, device)
-             : launch_shape<2>(bf, cl, lse, pc, tw, th, a, device);
+    e = wide ? launch_shape<3>(bf, cl, lse, pc, m, a, device)
+             : launch_shape<2>(bf, cl, lse, pc, m, a, device);
     return (int)(e != cudaSuccess ? e : cudaGetLastError());
 }
