@@ -147,18 +147,25 @@ __host__ __device__ __forceinline__ void slot_range(int slot, int slots, int uni
     *u1 = (int)((int64_t)(slot + 1) * units / slots);
 }
 
-/* H of a row block wholly in range is one TMA box.  A box that reaches past
- * the last row is slow (the TMA's zero fill: with the 192-row shape 136
- * rows took 11% longer than 192, session 9 run 2; in-range boxes, 13%
- * less), so a row block that ends past it is loaded as one 64-row box per
- * consumer warpgroup ("slice"), the last slices moved back to end at the
- * last row (their first rows then repeat the previous slice's, and only
- * that slice's warpgroup records them), and a slice wholly past the last
- * row not loaded at all.  First row of slice w of row block rb as loaded: */
+/* H of a row block is one TMA box when at most 32 of its rows lie past the
+ * last row.  Past that the box is slow (the TMA's zero fill; session 9, the
+ * 192-row shape on 151936 x 4096: 160 and 176 rows as fast as 192, 152 rows
+ * 1.5% slower, 144 8%, 136 14%).  Such a row block is loaded as one 64-row
+ * box per consumer warpgroup ("slice"), the last slices moved back to end
+ * at the last row (their first rows then repeat the previous slice's, and
+ * only that slice's warpgroup records them), a slice wholly past the last
+ * row not loaded at all: 136 rows 13% faster, but 160 rows 2% slower than
+ * one box, and a full 192-row block 2-5% (three boxes a stage instead of
+ * one).  First row of slice w of row block rb as loaded: */
+__host__ __device__ __forceinline__ bool one_box(int rb, int br, int64_t rows)
+{
+    return (int64_t)(rb + 1) * br - 32 <= rows;
+}
+
 __host__ __device__ __forceinline__ int64_t slice_base(int rb, int w, int br, int64_t rows)
 {
     const int64_t nominal = (int64_t)rb * br + 64 * w, last = rows - 64;
-    return nominal < last ? nominal : last > 0 ? last : 0;
+    return one_box(rb, br, rows) || nominal < last ? nominal : last > 0 ? last : 0;
 }
 
 /* Row held by local row lr (slice lr / 64) of row block rb, or -1 when
@@ -207,7 +214,7 @@ __device__ __forceinline__ void issue_step(int j, const CUtensorMap *tmw, const 
     const int t = j / a.kblocks, kb = j - t * a.kblocks;
     const int u = u0 + S::UPT * t, nu = u1 - u >= S::UPT ? S::UPT : 1;
     const int st = j % S::STAGES;
-    /* live < 0: the whole block is in range, one box */
+    /* live < 0: one box for the block (one_box) */
     mbar_expect_tx(full, (uint32_t)(nu * WU_BYTES + (live < 0 ? S::H_BYTES : live * HS_BYTES)));
     if (CL == 1) {
         for (int i = 0; i < nu; ++i)
@@ -255,7 +262,7 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
     slot_range(slot, a.slots, a.units, &u0, &u1);
     const int n_tiles = (u1 - u0 + S::UPT - 1) / S::UPT;
     const int live = live_slices(rb, NWG, BR, a.rows);
-    const bool whole = (int64_t)(rb + 1) * BR <= a.rows; /* H in one box */
+    const bool whole = one_box(rb, BR, a.rows);
     const int steps = n_tiles * KB;
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
