@@ -430,12 +430,13 @@ extern "C" int fs_hopper_aligned(const void *W, const void *H)
  * faster up to 96 rows; at 97-128 rows the rows kernel (one row block, half
  * the H traffic through L2) is as fast for draft argmax and 1-3% faster for
  * sampling and verify.  At 129-160 rows the rows kernel's two row blocks
- * share W through a cluster multicast: it beats the tile kernel's single
+ * shared W through a cluster multicast and beat the tile kernel's single
  * 160-row block (160 rows: sampling 1.27 vs 1.50 x the bound, verify 1.15 vs
- * 1.38 on 151936 x 4096; verify 1.17 vs 1.21 on 128256 x 8192, but 1.22 vs
- * 1.15 at 140 rows there).  Verify kept the tile kernel to 160 rows until
- * session 8: its rows-kernel times carried a slow excluded-token path, since
- * fixed.  Past 160 rows only the rows kernel applies. */
+ * 1.38 on 151936 x 4096); since session 9 one 192-row CTA takes 129-192
+ * rows there (verify at 160 rows 1.01-1.03).  Verify kept the tile kernel
+ * to 160 rows until session 8: its rows-kernel times carried a slow
+ * excluded-token path, since fixed.  Past 160 rows only the rows kernel
+ * applies. */
 extern "C" int fs_hopper_kernel_for(int64_t rows, const fs_hopper_opts *opts)
 {
     if (rows > FS_HOPPER_TILE_MAX_ROWS)
