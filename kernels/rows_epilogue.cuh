@@ -26,6 +26,14 @@
 #include "record_shfl.cuh"
 
 namespace fshr {
+/* A row that takes sampling noise: valid and not greedy.  The producer draws
+ * noise for exactly these rows (noise_fill) and the consumers read it for
+ * exactly these (RowState::noisy), so both ask here. */
+__device__ __forceinline__ bool takes_noise(uint32_t flags)
+{
+    return (flags & (FS_ROWF_VALID | FS_ROWF_GREEDY)) == FS_ROWF_VALID;
+}
+
 /* One row's state in one thread: its partial record (carried across the
  * CTA's tiles) and the pruning bar shared by the quad.  The descriptor stays
  * in shared memory: registers go to the accumulators. */
@@ -38,10 +46,7 @@ struct RowState {
        from the descriptor, not carried, to spare the consumers' registers */
     __device__ __forceinline__ int scan() const { return (d->flags & FS_ROWF_VALID) ? 1 : 0; }
     /* scan and not greedy */
-    __device__ __forceinline__ int noisy() const
-    {
-        return (d->flags & (FS_ROWF_VALID | FS_ROWF_GREEDY)) == FS_ROWF_VALID;
-    }
+    __device__ __forceinline__ int noisy() const { return takes_noise(d->flags) ? 1 : 0; }
 };
 
 __device__ __forceinline__ float quad_max(float x)
@@ -314,8 +319,7 @@ __device__ __forceinline__ void noise_fill(float4 *buf, int64_t g0, int t0, int 
             continue;
         /* written by the prep kernel, which may have run alongside: no .nc loads */
         const fs_row_desc *d = a.descs + row;
-        const uint32_t flags = d->flags;
-        if (!(flags & FS_ROWF_VALID) || (flags & FS_ROWF_GREEDY))
+        if (!takes_noise(d->flags))
             continue;
         const uint32_t b = B0 + 2u * (uint32_t)(i - lr * NP);
         uint32_t wg0, wu0, wg1, wu1;

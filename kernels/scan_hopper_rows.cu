@@ -42,12 +42,14 @@
  *              before the epilogue, so 4 k-blocks of the next tile stream in
  *              under it.
  *   noise      the Gumbel noise and inverse-CDF uniform of each (row, noise
- *              block) of tile t, drawn into shared memory (16 KB) by the
+ *              block) of tile t, drawn into shared memory (16 KB; 12 KB
+ *              in the 192-row shape) by the
  *              producer's warps 1-3 under tile t's MMA, once the consumers
  *              are done with tile t - 1's (session 8: sample 256-320 rows
  *              -1 to -4%; the epilogue had Philox on its critical path).
  *   epilogue   per row and tile, from registers (rows_epilogue.cuh): 2 rows
- *              x 64 tokens per thread, 16 noise blocks per row and tile.
+ *              x 64 tokens per thread, 16 noise blocks per row and tile (192-
+ *              row shape: 2 rows x 32 tokens, 8 blocks).
  *   records    one per (row, slot): the merge of its lanes' records.
  *   tail       the last CTA merges and finalizes the op (op_tail.cuh).
  *

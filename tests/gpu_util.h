@@ -64,8 +64,9 @@ static inline int gt_small_mode(void)
 }
 
 /* Row cap of the small mode: 65 (the tile kernel and verify's 3-row-block
- * rows kernel), or FS_GPU_TEST_SMALL_ROWS (e.g. 200: the clustered rows
- * kernel of 129-256 rows, for a sanitizer run of its own). */
+ * rows kernel), or FS_GPU_TEST_SMALL_ROWS (e.g. 200: the rows kernel's
+ * 192-row CTA at 129-192 rows and its 2-CTA clusters above, for a sanitizer
+ * run of their own). */
 static inline int64_t gt_small_rows(void)
 {
     const char *e = getenv("FS_GPU_TEST_SMALL_ROWS");
