@@ -15,3 +15,38 @@ build_bench() {
     -DCMAKE_CUDA_ARCHITECTURES=90a-real -DFLASHSPEC_TESTS=OFF -DFLASHSPEC_BENCH=ON >/dev/null
   cmake --build "$dir" -j16 --target flashspec_bench >/dev/null 2>&1 || echo "BUILD FAILED ($dir)"
 }
+
+# build_tests_bench: the test + benchmark tree build-sm90a (run_gpu_tests.sh's
+# build, only test_api run), so a script can then run chosen tests and A/Bs.
+build_tests_bench() {
+  FS_BUILD_DIR=build-sm90a FS_BENCH=ON FS_SANITIZE=0 FS_CTEST_REGEX='^test_api$' \
+    timeout 300 bash bench/run_gpu_tests.sh > $OUT/build_stdout.txt 2>&1
+  echo "build rc=$?"
+}
+
+# run_tests REGEX [SECONDS]: those ctest tests of build-sm90a, no sanitizers;
+# prints the agreement lines and the pass count.
+run_tests() {
+  FS_BUILD_DIR=build-sm90a FS_BENCH=ON FS_SANITIZE=0 FS_CTEST_REGEX="$1" \
+    timeout "${2:-300}" bash bench/run_gpu_tests.sh > $OUT/tests_stdout.txt 2>&1
+  echo "tests rc=$?"; grep -E "agreement over all|tests passed|FAILED" $OUT/gpu_tests.log | head -8
+}
+
+# summ FILE: one line of (op method rows ms) from a benchmark table.
+summ() { grep -E '^(sample|argmax|verify) +(fs_|cublas_matmul)' "$1" | awk '{print $2,$5,$7,$9}' | paste -sd' '; }
+
+# ab_env_rounds TAG BENCH "ARGS" NAME=ENV... : two alternating rounds of the
+# benchmark under each environment (ENV "-" for none); tables in
+# $OUT/TAG_NAME_ROUND.txt, a summary line each.
+ab_env_rounds() {
+  local tag=$1 bin=$2 args=$3; shift 3
+  local round v name env
+  for round in 1 2; do
+    for v in "$@"; do
+      name=${v%%=*}; env=${v#*=}
+      [ "$env" = - ] && env=
+      env $env timeout 120 $bin $args > $OUT/${tag}_${name}_$round.txt 2>&1
+      echo "== $name round $round rc=$?: $(summ $OUT/${tag}_${name}_$round.txt)"
+    done
+  done
+}
