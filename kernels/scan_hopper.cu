@@ -461,6 +461,16 @@ static cudaError_t query_sms(int *sm_count)
     return e;
 }
 
+/* The rows kernel's knobs from the caller's options: the record count and
+ * the launch must see the same ones (the launch checks the count). */
+struct RowsKnobs {
+    int multicast, row_block;
+};
+static RowsKnobs rows_knobs(const fs_hopper_opts *opts)
+{
+    return {!(opts && opts->no_multicast), opts ? opts->row_block : 0};
+}
+
 extern "C" int64_t fs_hopper_records_per_row(int64_t V_local, int64_t rows, int sm_count,
                                              const fs_hopper_opts *opts)
 {
@@ -470,8 +480,8 @@ extern "C" int64_t fs_hopper_records_per_row(int64_t V_local, int64_t rows, int 
         const int64_t nt = fsh::num_tiles(V_local);
         return nt < sm_count ? nt : sm_count;
     }
-    return fs_hopper_rows_slots(V_local, rows, sm_count, !(opts && opts->no_multicast),
-                                opts ? opts->row_block : 0);
+    const RowsKnobs k = rows_knobs(opts);
+    return fs_hopper_rows_slots(V_local, rows, sm_count, k.multicast, k.row_block);
 }
 
 extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf16, int64_t V_local,
@@ -504,12 +514,12 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
         return (int)cudaErrorInvalidValue;
     const fs_tail_args *tail = opts ? opts->tail : nullptr;
 
-    if (fs_hopper_kernel_for(rows, opts) == FS_HOPPER_ROWS)
+    if (fs_hopper_kernel_for(rows, opts) == FS_HOPPER_ROWS) {
+        const RowsKnobs k = rows_knobs(opts);
         return fs_hopper_rows_launch(W, H, is_bf16, V_local, D, rows, vocab_offset, global_vocab,
-                                     descs, logit_bias, allowed, recs, n_recs, tail,
-                                     !(opts && opts->no_multicast), opts ? opts->row_block : 0,
-                                     opts && opts->argmax_only,
-                                     device, stream);
+                                     descs, logit_bias, allowed, recs, n_recs, tail, k.multicast,
+                                     k.row_block, opts && opts->argmax_only, device, stream);
+    }
 
     const int bn = pick_bn(rows);
     Args a;
