@@ -337,10 +337,7 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
             s_desc[ct].selected = -1;
 #endif
         } else {
-            s_desc[ct].flags = 0;
-            s_desc[ct].inv_temp = 1.0f;
-            s_desc[ct].excluded = -1;
-            s_desc[ct].selected = -1;
+            s_desc[ct] = fs_row_desc_skip(); /* flags 0: scan() and noisy() false */
         }
     }
     fs_named_bar(BAR_CONSUMERS, NCT);
