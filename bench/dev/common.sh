@@ -35,16 +35,16 @@ run_tests() {
 # summ FILE: one line of (op method rows ms) from a benchmark table.
 summ() { grep -E '^(sample|argmax|verify) +(fs_|cublas_matmul)' "$1" | awk '{print $2,$5,$7,$9}' | paste -sd' '; }
 
-# ab_env_rounds TAG BENCH "ARGS" NAME=ENV... : two alternating rounds of the
-# benchmark under each environment (ENV "-" for none); tables in
-# $OUT/TAG_NAME_ROUND.txt, a summary line each.
-ab_env_rounds() {
-  local tag=$1 bin=$2 args=$3; shift 3
-  local round v name env
+# ab_rounds TAG "ARGS" NAME=BENCH[@ENV]... : two alternating rounds of each
+# benchmark binary (under ENV, e.g. FLASHSPEC_HOPPER_ROW_BLOCK=192); tables
+# in $OUT/TAG_NAME_ROUND.txt, a summary line each.
+ab_rounds() {
+  local tag=$1 args=$2; shift 2
+  local round v name bin env
   for round in 1 2; do
     for v in "$@"; do
-      name=${v%%=*}; env=${v#*=}
-      [ "$env" = - ] && env=
+      name=${v%%=*}; bin=${v#*=}; env=
+      case "$bin" in *@*) env=${bin#*@}; bin=${bin%%@*} ;; esac
       env $env timeout 120 $bin $args > $OUT/${tag}_${name}_$round.txt 2>&1
       echo "== $name round $round rc=$?: $(summ $OUT/${tag}_${name}_$round.txt)"
     done

@@ -20,5 +20,5 @@ FLASHSPEC_HOPPER_ROW_BLOCK=256 timeout 30 $A --shapes 151936x4096 --rows 200,256
   --reps 3 --warmup 1 > $OUT/smoke.txt 2>&1
 rc=$?; echo "smoke rc=$rc"; tail -3 $OUT/smoke.txt; [ $rc = 0 ] || exit 1
 run_tests '^test_gpu_agree_rows256$|^test_gpu_stat_rows256$' 200
-ab_env_rounds ab $A "--shapes 151936x4096,128256x8192 --rows 200,224,256 --requests 40,48 --reps 25 --warmup 3" \
-  rb256=FLASHSPEC_HOPPER_ROW_BLOCK=256 auto=-
+ab_rounds ab "--shapes 151936x4096,128256x8192 --rows 200,224,256 --requests 40,48 --reps 25 --warmup 3" \
+  rb256=$A@FLASHSPEC_HOPPER_ROW_BLOCK=256 auto=$A

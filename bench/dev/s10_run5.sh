@@ -17,10 +17,5 @@ ls -la $A $B >/dev/null || exit 1
 timeout 30 $A --shapes 151936x4096 --rows 136,320 --requests 28 --reps 3 --warmup 1 > /dev/null 2>&1 \
   || { echo "smoke failed"; exit 1; }
 run_tests '^test_gpu_agree$|^test_gpu_agree_rows192$|^test_gpu_bad_input$|^test_gpu_graph$|^test_gpu_stat_rowsm$' 260
-S="--shapes 151936x4096,128256x8192 --rows 136,200,256,320 --requests 28,64 --reps 25 --warmup 3"
-for round in 1 2; do
-  for v in new:$A base:$B; do
-    timeout 60 ${v#*:} $S > $OUT/ab_${v%%:*}_$round.txt 2>&1
-    echo "== ${v%%:*} round $round rc=$?: $(summ $OUT/ab_${v%%:*}_$round.txt)"
-  done
-done
+ab_rounds ab "--shapes 151936x4096,128256x8192 --rows 136,200,256,320 --requests 28,64 --reps 25 --warmup 3" \
+  new=$A base=$B
