@@ -1,11 +1,12 @@
 /* The end of a fused op inside the scan kernel: the CTA that finishes last
  * merges every row's records and runs the op's finalizer, so a whole op is
  * one scan launch (after the small prep kernel) instead of scan + merge +
- * finalize.  Session 3 found those launches cost about the 5% the fused op
- * may spend on top of the matmul; with the merge kernel launched
- * programmatically (merge_finalize.cu) they no longer do, and one SM
- * reading every record is slower from 16 rows up (session 7), so the Hopper
- * scans end only ops of a few rows here (fs_context.tail_rows_max).
+ * finalize.  As separate plain launches those cost about the 5% the fused op
+ * may spend on top of the matmul (H100, 1-64 rows); with the merge kernel
+ * launched programmatically (merge_finalize.cu) they no longer do, and one
+ * SM reading every record is slower from 16 rows up (by 30-90 us at 128-320
+ * rows), so the Hopper scans end only ops of a few rows here
+ * (fs_context.tail_rows_max).
  *
  * "Last" is decided by an atomic counter that the prep kernel zeroes; the
  * scan reads prep's output only after griddepcontrol.wait, so the zero is

@@ -425,18 +425,18 @@ extern "C" int fs_hopper_aligned(const void *W, const void *H)
     return ((uintptr_t)W % 16u) == 0 && ((uintptr_t)H % 16u) == 0 ? 1 : 0;
 }
 
-/* Measured on H100 (bench/results/2026-11-22-h100-session3, runs 5-6;
- * session5, runs 7-8; session6, run 6; session8, run 6): the tile kernel is
+/* Measured on H100 (A/B runs of each kernel forced, both shapes; the
+ * commits that set these limits carry the figures): the tile kernel is
  * faster up to 96 rows; at 97-128 rows the rows kernel (one row block, half
  * the H traffic through L2) is as fast for draft argmax and 1-3% faster for
  * sampling and verify.  At 129-160 rows the rows kernel's two row blocks
  * shared W through a cluster multicast and beat the tile kernel's single
  * 160-row block (160 rows: sampling 1.27 vs 1.50 x the bound, verify 1.15 vs
- * 1.38 on 151936 x 4096); since session 9 one 192-row CTA takes 129-192
- * rows there (verify at 160 rows 1.01-1.03).  Verify kept the tile kernel
- * to 160 rows until session 8: its rows-kernel times carried a slow
- * excluded-token path, since fixed.  Past 160 rows only the rows kernel
- * applies. */
+ * 1.38 on 151936 x 4096); one 192-row CTA now takes 129-192 rows there
+ * (verify at 160 rows 1.01-1.03).  Verify takes the rows kernel from 97
+ * rows like sampling since its excluded-token path became select chains
+ * (rows_epilogue.cuh; 100-160 rows 1-17% faster than the tile kernel).
+ * Past 160 rows only the rows kernel applies. */
 extern "C" int fs_hopper_kernel_for(int64_t rows, const fs_hopper_opts *opts)
 {
     if (rows > FS_HOPPER_TILE_MAX_ROWS)

@@ -21,8 +21,7 @@
  *              doing.  With thread 0 of a consumer as the producer a refill
  *              waited for that warp to come back from its wgmma wait, and in
  *              a cluster for the peer CTA too: W multicast lost 5% at 256
- *              rows (session 4); with this producer it gains 5-20% at 200 -
- *              256 rows (session 6).
+ *              rows; with this producer it gains 5-20% at 200 - 256 rows.
  *   work       CTA = (row block of 128 or 192 rows, slot).  The vocabulary is cut into
  *              128-token units, and slot s owns a contiguous range of them
  *              (the slots' ranges differ by at most one unit), taken as
@@ -45,8 +44,9 @@
  *              block) of tile t, drawn into shared memory (16 KB; 12 KB
  *              in the 192-row shape) by the
  *              producer's warps 1-3 under tile t's MMA, once the consumers
- *              are done with tile t - 1's (session 8: sample 256-320 rows
- *              -1 to -4%; the epilogue had Philox on its critical path).
+ *              are done with tile t - 1's (sample 256-320 rows -1 to -4%
+ *              against drawing it in the epilogue, where Philox sat on the
+ *              critical path).
  *   epilogue   per row and tile, from registers (rows_epilogue.cuh): 2 rows
  *              x 64 tokens per thread, 16 noise blocks per row and tile (192-
  *              row shape: 2 rows x 32 tokens, 8 blocks).
@@ -85,8 +85,8 @@ constexpr int WG = 128;   /* threads per warpgroup */
  *   2: 128 rows x 256-token tiles (any row count; 24 KB of W + H per 2^20
  *      MAC);
  *   3: 192 rows x 128-token tiles, for 129-192 rows: one row block where
- *      two of 128 rows pay for 256 (verify's 160 rows = 32 requests cost as
- *      much as 256 rows, session 8).  A third warpgroup leaves (64K - the
+ *      two of 128 rows pay for 256 (with 128-row CTAs verify's 160 rows =
+ *      32 requests cost as much as 256 rows).  A third warpgroup leaves (64K - the
  *      producer's) / 384 registers a consumer thread, room for 64
  *      accumulators (128-token tiles) but not 128.  Its 40 KB stages
  *      leave room for 5: a k-block here is 3/4 of the 2-warpgroup shape's
@@ -113,8 +113,8 @@ template <int NWG> struct Shape {
     static_assert(SMEM <= SMEM_MAX, "smem");
     /* Registers per thread after setmaxnreg.  The CTA's pool is what the
      * launch gave it, LAUNCH_REGS x THREADS (__launch_bounds__), so a
-     * consumer's setmaxnreg.inc past it waits forever (session 8's first
-     * try).  LAUNCH_REGS: ptxas's count for the kernel (-Xptxas -v): 168 with
+     * consumer's setmaxnreg.inc past it waits forever (a larger split hung
+     * the kernel).  LAUNCH_REGS: ptxas's count for the kernel (-Xptxas -v): 168 with
      * 384 threads, the 128 cap with 512.  Sampling: the producer's spare
      * warps draw the noise in 40 (two Philox calls kept apart: noise_fill),
      * the consumers fit with the row state slimmed (flags read from the
@@ -150,8 +150,8 @@ __host__ __device__ __forceinline__ void slot_range(int slot, int slots, int uni
 }
 
 /* H of a row block is one TMA box when at most 32 of its rows lie past the
- * last row.  Past that the box is slow (the TMA's zero fill; session 9, the
- * 192-row shape on 151936 x 4096: 160 and 176 rows as fast as 192, 152 rows
+ * last row.  Past that the box is slow (the TMA's zero fill; measured with
+ * the 192-row shape on 151936 x 4096: 160 and 176 rows as fast as 192, 152 rows
  * 1.5% slower, 144 8%, 136 14%).  Such a row block is loaded as one 64-row
  * box per consumer warpgroup ("slice"), the last slices moved back to end
  * at the last row (their first rows then repeat the previous slice's, and
@@ -273,8 +273,8 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
         }
         mbar_init(FSHR_NOISE_FULL, NOISE_THREADS);
         /* every reader arrives: an arrive releases only its own thread's
-           reads (one lane per warp after __syncwarp is racecheck's WAR
-           hazard, session 8) */
+           reads (one lane per warp after __syncwarp is a WAR hazard under
+           compute-sanitizer racecheck) */
         mbar_init(FSHR_NOISE_EMPTY, NCT);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
         asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmw)) : "memory");
@@ -472,8 +472,8 @@ cudaError_t launch_shape(bool bf16, int cl, bool lse, fs_pdl_config &pc, const M
 }
 
 /* Clusters of the two row blocks of a slot when there are two: W is then
- * read from L2 once per slot instead of once per row block (session 6, 200 -
- * 256 rows: 5-20% faster).  Three row blocks (257 - 384 rows) gained nothing
+ * read from L2 once per slot instead of once per row block (200 - 256 rows:
+ * 5-20% faster).  Three row blocks (257 - 384 rows) gained nothing
  * in clusters of 3, of which only 39 fit at once (117 SMs). */
 int cluster_size(int64_t n_rb, int multicast)
 {

@@ -43,8 +43,8 @@ typedef struct fs_op_args {
     int32_t *out_row_status;
 } fs_op_args;
 
-/* Default of fs_context.tail_rows_max (FLASHSPEC_TAIL_ROWS_MAX).  H100,
- * session 7: the merge kernel (programmatic launch, a block per row) beats the
+/* Default of fs_context.tail_rows_max (FLASHSPEC_TAIL_ROWS_MAX).  H100, A/B
+ * of both ends: the merge kernel (programmatic launch, a block per row) beats the
  * scan's last CTA from 16 rows up -- by 30-90 us at 128-320 rows, where one
  * SM reading every record was the bottleneck -- and is even at 1-5. */
 #define FS_TAIL_ROWS_MAX_DEFAULT 4
