@@ -26,9 +26,9 @@
  *   tail       the last CTA to finish merges the records and finalizes the op
  *              (op_tail.cuh), unless the caller runs the merge itself.
  *
- *   Rows past 160 go to the rows-as-M kernel (scan_hopper_rows.cu).  Older
- *   measurements (cluster / TMA-multicast variants, slower) are in
- *   bench/hopper_dev/NOTES.md and bench/NOTES.md.
+ *   Rows past 160 go to the rows-as-M kernel (scan_hopper_rows.cu).  The
+ *   measured alternatives (cluster / TMA-multicast variants of this kernel,
+ *   slower) are in docs/DESIGN.md.
  *
  * Records: pushes and merges by the shared record.h functions (the same as
  * every other backend).  Which token wins is order-independent; sum_exp
