@@ -655,10 +655,11 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: flashspec_bench [flags]\n"
-            "  --shapes VxD[,VxD...]  LM-head shapes, bf16 (default 151936x4096,128256x8192)\n"
+            "  --shapes VxD[,VxD...]  LM-head shapes, bf16 (default\n"
+            "                         151936x4096,128256x8192,262144x3072)\n"
             "  --rows LIST            rows for sample/argmax (default "
-            "1,2,4,8,16,32,64,128,256,320)\n"
-            "  --requests LIST        verify requests (default 1,2,4,8,16,32,64)\n"
+            "1,2,4,8,16,32,64,128,192,256,320,512,768,1024)\n"
+            "  --requests LIST        verify requests (default 1,2,4,8,16,32,64,128,200)\n"
             "  --drafts K             greedy drafts per request (default 4: K+1 target rows)\n"
             "  --ops LIST             any of sample,argmax,verify (default all)\n"
             "  --reps N               timed calls per measurement, median reported (default 50)\n"
@@ -715,8 +716,9 @@ static int parse_shapes(const char *s, shape *out, int max)
 
 static void parse_options(int argc, char **argv, options *o)
 {
-    static const int64_t rows[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 320};
-    static const int64_t reqs[] = {1, 2, 4, 8, 16, 32, 64};
+    /* serving batches: 64 requests x 5 verify rows = 320, and up to 1024 rows */
+    static const int64_t rows[] = {1, 2, 4, 8, 16, 32, 64, 128, 192, 256, 320, 512, 768, 1024};
+    static const int64_t reqs[] = {1, 2, 4, 8, 16, 32, 64, 128, 200};
     static const int64_t qrows[] = {1, 16, 256};
     static const int64_t qreqs[] = {1, 16, 64};
     int quick = 0;
@@ -726,7 +728,8 @@ static void parse_options(int argc, char **argv, options *o)
     memset(o, 0, sizeof *o);
     o->shapes[0] = (shape){151936, 4096};
     o->shapes[1] = (shape){128256, 8192};
-    o->nshapes = quick ? 1 : 2;
+    o->shapes[2] = (shape){262144, 3072}; /* a Gemma-class vocabulary */
+    o->nshapes = quick ? 1 : 3;
     o->nrows = quick ? COUNT(qrows) : COUNT(rows);
     memcpy(o->rows, quick ? qrows : rows, o->nrows * sizeof(int64_t));
     o->nrequests = quick ? COUNT(qreqs) : COUNT(reqs);
