@@ -560,12 +560,6 @@ int32_t ref_block_draw(const double *lw, int64_t V, uint64_t seed, uint64_t offs
     return r.token;
 }
 
-double ref_block_gap(const double *lw, int64_t V, uint64_t seed, uint64_t offset, uint32_t pos,
-                     int32_t token)
-{
-    return block_gap(lw, V, seed, offset, pos, token);
-}
-
 int32_t ref_greedy_max(const double *l, int64_t V, const float *bias_row,
                        const uint32_t *allowed_row, double *best_s, double *second_s)
 {

@@ -81,13 +81,10 @@ double ref_verify_gap(const double *logits, int64_t V, const fs_drafts *d, const
 
 /* The draw primitives above, for other oracles (naive_tree.c).  Over log
  * weights lw[V] (-inf = left out): the two-level block draw at (seed, offset,
- * position) and its decision margin; the gap of `token` from being that
- * draw (as ref_sample_gap); and the argmax of l + b over allowed (lowest id
- * on ties) with its score and the runner-up's. */
+ * position) and its decision margin; and the argmax of l + b over allowed
+ * (lowest id on ties) with its score and the runner-up's. */
 int32_t ref_block_draw(const double *lw, int64_t V, uint64_t seed, uint64_t offset, uint32_t pos,
                        double *margin);
-double ref_block_gap(const double *lw, int64_t V, uint64_t seed, uint64_t offset, uint32_t pos,
-                     int32_t token);
 int32_t ref_greedy_max(const double *l, int64_t V, const float *bias_row,
                        const uint32_t *allowed_row, double *best_s, double *second_s);
 
