@@ -93,7 +93,10 @@ typedef enum fs_row_status {
     FS_ROW_BAD_OFFSETS = 3,     /* draft offsets not monotone, not ending at num_draft_tokens,
                                    or a request with more than max_drafts drafts */
     FS_ROW_NONFINITE = 4,       /* an allowed token's logit (or logit + bias) was NaN or +inf */
-    FS_ROW_ALL_MASKED = 5       /* no token of the row is allowed */
+    FS_ROW_ALL_MASKED = 5,      /* no token of the row is allowed */
+    FS_ROW_BAD_TREE = 6         /* tree verify: a parent index not in [-1, node), a node
+                                   deeper than max_depth, or more than max_children
+                                   children under one node */
 } fs_row_status;
 
 FS_API const char *fs_status_string(fs_status status);
@@ -244,6 +247,90 @@ FS_API fs_status fs_verify_logits(fs_context *ctx, const void *target_logits, fs
                                   void *workspace, size_t workspace_bytes,
                                   int32_t *out_tokens, int32_t *out_num_emitted,
                                   float *out_logprobs, int32_t *out_row_status);
+
+/* ---- tree verify: a tree of greedy drafts (EAGLE-2/3, Medusa) ----------
+ *
+ * Request r has a draft tree of n_r = node_offsets[r+1] - node_offsets[r]
+ * nodes, numbered 0 .. n_r - 1 within the request.  Node i proposes the token
+ * tokens[node_offsets[r] + i] after its parent parents[node_offsets[r] + i]:
+ * a node index within the request, or -1 for the root (the last accepted
+ * token, which is not a node).  A parent comes before its children
+ * (parents[i] in [-1, i)), so cycles, a parent after its child and indices
+ * out of range are all bad trees.  The root's children have depth 1; every
+ * node must have depth <= max_depth, and every node (the root included) at
+ * most max_children children.  The children of a node are tried in ascending
+ * node index.  A token repeated among siblings is allowed; its second copy is
+ * never accepted (the first one's rejection removed that token).
+ *
+ * The request owns n_r + 1 target rows, stored consecutively from row
+ * node_offsets[r] + r: its row 0 holds the target model's hidden state (or
+ * logits) at the root, row 1 + i at node i.  Total target rows =
+ * num_nodes + num_requests; logit_bias and allowed are indexed by target row.
+ * SGLang's first-child / next-sibling arrays (node 0 = the root) map onto
+ * this layout as node j >= 1 -> node j - 1, in the same row order
+ * (docs/design-tree.md).
+ *
+ * The walk, from the root: at a node with target distribution p (after
+ * temperature, bias and mask) whose children carry tokens c_1 .. c_m, child
+ * c_j is accepted with probability p(c_j) / (1 - p(c_1) - ... - p(c_{j-1}))
+ * (p with the children tried before removed and renormalised), and the first
+ * one accepted becomes the current node.  If none is, one token is drawn from
+ * p with every child's token removed and the walk stops; at a leaf, a bonus
+ * token is drawn from its row.  At T = 0 the child equal to the argmax is
+ * accepted, else the argmax is emitted.  The emitted tokens have exactly the
+ * law of sampling token by token from the target, and a chain (node i - 1
+ * the parent of node i) emits exactly fs_verify's tokens with the same seeds.
+ *
+ * Per request: node offsets that are not a well-formed layout (not starting
+ * at 0, decreasing, or not ending at num_nodes) fail every request with
+ * FS_ROW_BAD_OFFSETS; otherwise a bad tree fails its request with
+ * FS_ROW_BAD_TREE, then a token outside [0, V) with FS_ROW_BAD_DRAFT, then a
+ * bad temperature; a request any of whose rows is non-finite or all-masked
+ * fails as a whole, whether or not the walk reaches that row.
+ *
+ * CPU contexts only so far: on a CUDA context these calls (and the
+ * workspace query) return FS_ERR_UNSUPPORTED and do nothing.
+ */
+#define FS_TREE_MAX_CHILDREN 16
+
+typedef struct fs_draft_tree {
+    int64_t num_requests;
+    int64_t num_nodes;           /* = node_offsets[num_requests] */
+    int64_t max_depth;           /* bound on every node's depth; token output stride max_depth + 1 */
+    int64_t max_children;        /* bound on every node's children, <= FS_TREE_MAX_CHILDREN */
+    const int32_t *tokens;       /* [num_nodes] the draft token of each node */
+    const int32_t *parents;      /* [num_nodes] parent's index within the request, -1 = root */
+    const int32_t *node_offsets; /* [num_requests + 1], node_offsets[0] = 0 */
+} fs_draft_tree;
+
+FS_API fs_status fs_verify_tree_workspace_size(const fs_context *ctx, int64_t num_requests,
+                                               int64_t num_nodes, int64_t vocab_size,
+                                               size_t *out_bytes);
+
+/* target_hidden [num_nodes + num_requests, D].  Outputs per request r, with
+ * S = max_depth + 1:
+ *  out_tokens[r * S + k] for k < out_num_emitted[r]: the accepted nodes'
+ *    tokens from the root down, then one recovered or bonus token; -1 after;
+ *  out_path_nodes[r * max_depth + k] (optional) for k < out_num_emitted[r] - 1:
+ *    the node index (within the request) of the k-th accepted node, -1 after
+ *    (the branch whose KV cache an engine keeps);
+ *  out_logprobs[r * S + k] (optional): target log-probabilities of out_tokens,
+ *    NaN padded;
+ *  out_num_emitted[r] = accepted + 1 (0 for a bad request); out_row_status[r]. */
+FS_API fs_status fs_verify_tree(fs_context *ctx, const fs_lm_head *head, const void *target_hidden,
+                                const fs_draft_tree *tree, const fs_sampling *params,
+                                void *workspace, size_t workspace_bytes,
+                                int32_t *out_tokens, int32_t *out_path_nodes,
+                                int32_t *out_num_emitted, float *out_logprobs,
+                                int32_t *out_row_status);
+
+FS_API fs_status fs_verify_tree_logits(fs_context *ctx, const void *target_logits, fs_dtype dtype,
+                                       int64_t vocab_size, const fs_draft_tree *tree,
+                                       const fs_sampling *params,
+                                       void *workspace, size_t workspace_bytes,
+                                       int32_t *out_tokens, int32_t *out_path_nodes,
+                                       int32_t *out_num_emitted, float *out_logprobs,
+                                       int32_t *out_row_status);
 
 #ifdef __cplusplus
 }

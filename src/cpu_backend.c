@@ -160,3 +160,13 @@ fs_status fs_cpu_run(fs_context *ctx, const fs_op_args *a)
                        (long long)bad, (long long)requests);
     return FS_OK;
 }
+
+int64_t fs_cpu_tile_size(void)
+{
+    return g_tile;
+}
+
+uint32_t fs_cpu_faults(void)
+{
+    return g_faults;
+}

@@ -9,12 +9,17 @@
 enum fs_cpu_fault {
     FS_FAULT_NONE = 0,
     FS_FAULT_NO_EXCLUDE = 1u, /* recovery candidate keeps the draft token (wrong residual) */
-    FS_FAULT_TILE_EDGE = 2u   /* each tile's last token is never pushed (off-by-one) */
+    FS_FAULT_TILE_EDGE = 2u,  /* each tile's last token is never pushed (off-by-one) */
+    FS_FAULT_KEEP_SIBLINGS = 4u /* tree verify: the recovery candidate leaves out only the
+                                   last child (a chain's rule), not the rejected siblings */
 };
 
 #define FS_CPU_DEFAULT_TILE 256
 
 void fs_cpu_set_tile_size(int64_t tile); /* <= 0 restores the default */
 void fs_cpu_set_faults(uint32_t faults);
+/* The current settings, for scans outside cpu_backend.c (tree verify). */
+int64_t fs_cpu_tile_size(void);
+uint32_t fs_cpu_faults(void);
 
 #endif

@@ -143,3 +143,79 @@ void fs_cpu_scan(const fs_op_args *a, const fs_row_desc *descs, int64_t tile, ui
     for (int64_t r = 0; r < rows; ++r)
         block_flush(&bufs[r], &descs[r], &row_recs[r]);
 }
+
+/* ---- the same scan over any record type ----------------------------------
+ * fs_cpu_scan with the record operations supplied by the caller (tree
+ * verify's records carry its children); tiles, block collection and merge
+ * order are fs_cpu_scan's, so a row gives the same record either way.
+ * (fs_cpu_scan is this scan with record.h's fs_record operations.) */
+
+static const fs_row_desc *sink_desc(const void *descs, size_t desc_bytes, int64_t r)
+{
+    return (const fs_row_desc *)((const char *)descs + (size_t)r * desc_bytes);
+}
+
+static void *sink_rec(void *recs, const fs_cpu_scan_sink *k, int64_t r)
+{
+    return (char *)recs + (size_t)r * k->rec_bytes;
+}
+
+static void sink_flush(block_buf *b, const fs_cpu_scan_sink *k, const void *desc, void *rec)
+{
+    if (b->block >= 0)
+        k->push_block(rec, desc, (int32_t)(b->block * FS_NOISE_BLOCK), b->s);
+    b->block = -1;
+}
+
+static void sink_push_token(const fs_op_args *a, const fs_cpu_scan_sink *k, const void *desc,
+                            int64_t row, int64_t v, void *rec, block_buf *b)
+{
+    int64_t gid = a->vocab_offset + v;
+    float s = score_token(a, desc, row, v);
+    if (gid / FS_NOISE_BLOCK != b->block) {
+        sink_flush(b, k, desc, rec);
+        b->block = gid / FS_NOISE_BLOCK;
+        for (int i = 0; i < FS_NOISE_BLOCK; ++i)
+            b->s[i] = -INFINITY;
+    }
+    b->s[gid % FS_NOISE_BLOCK] = s;
+}
+
+void fs_cpu_scan_rows(const fs_op_args *a, const void *descs, size_t desc_bytes,
+                      const fs_cpu_scan_sink *k, int64_t tile, uint32_t faults, void *tile_recs,
+                      void *row_recs, void *scratch)
+{
+    int64_t rows = a->rows, vocab = a->vocab_size;
+    block_buf *bufs = scratch;
+    for (int64_t r = 0; r < rows; ++r) {
+        k->init(sink_rec(row_recs, k, r));
+        bufs[r].block = -1;
+    }
+    for (int64_t t0 = 0; t0 < vocab; t0 += tile) {
+        int64_t t1 = t0 + tile < vocab ? t0 + tile : vocab;
+        if (faults & FS_FAULT_TILE_EDGE)
+            --t1;
+        for (int64_t r = 0; r < rows; ++r)
+            k->init(sink_rec(tile_recs, k, r));
+        if (a->head) {
+            /* token-major: one LM-head row serves every hidden row while cached */
+            for (int64_t v = t0; v < t1; ++v)
+                for (int64_t r = 0; r < rows; ++r) {
+                    const fs_row_desc *d = sink_desc(descs, desc_bytes, r);
+                    if (d->flags & FS_ROWF_VALID)
+                        sink_push_token(a, k, d, r, v, sink_rec(tile_recs, k, r), &bufs[r]);
+                }
+        } else {
+            for (int64_t r = 0; r < rows; ++r) {
+                const fs_row_desc *d = sink_desc(descs, desc_bytes, r);
+                if (d->flags & FS_ROWF_VALID)
+                    for (int64_t v = t0; v < t1; ++v)
+                        sink_push_token(a, k, d, r, v, sink_rec(tile_recs, k, r), &bufs[r]);
+            }
+        }
+        for (int64_t r = 0; r < rows; ++r)
+            k->merge(sink_rec(row_recs, k, r), sink_rec(tile_recs, k, r));
+    }
+    for (int64_t r = 0; r < rows; ++r)
+        sink_flush(&bufs[r], k, sink_desc(descs, desc_bytes, r), sink_rec(row_recs, k, r));
+}

@@ -18,4 +18,21 @@ size_t fs_cpu_scan_scratch_bytes(int64_t rows);
 void fs_cpu_scan(const fs_op_args *a, const fs_row_desc *descs, int64_t tile, uint32_t faults,
                  fs_record *tile_recs, fs_record *row_recs, void *scratch);
 
+/* Record operations of a scan over another record type (tree verify). */
+typedef struct fs_cpu_scan_sink {
+    size_t rec_bytes;
+    void (*init)(void *rec);
+    /* push the noise block starting at id0 (FS_NOISE_BLOCK scores, -inf
+       where no token was pushed) of the row whose descriptor is desc */
+    void (*push_block)(void *rec, const void *desc, int32_t id0, const float *s);
+    void (*merge)(void *into, const void *rec);
+} fs_cpu_scan_sink;
+
+/* fs_cpu_scan over sink's records: descs holds a->rows descriptors of
+ * desc_bytes each, every one starting with its fs_row_desc (validity, 1/T);
+ * tile_recs and row_recs hold a->rows records of sink->rec_bytes each. */
+void fs_cpu_scan_rows(const fs_op_args *a, const void *descs, size_t desc_bytes,
+                      const fs_cpu_scan_sink *sink, int64_t tile, uint32_t faults,
+                      void *tile_recs, void *row_recs, void *scratch);
+
 #endif

@@ -548,3 +548,20 @@ done:
     free(resid);
     return gap;
 }
+
+/* ---- the draw primitives, for the tree oracle (naive_tree.c) ------------ */
+
+int32_t ref_block_draw(const double *lw, int64_t V, uint64_t seed, uint64_t offset, uint32_t pos,
+                       double *margin)
+{
+    block_draw r = block_gumbel(lw, V, seed, offset, pos);
+    if (margin)
+        *margin = r.token >= 0 ? block_margin(lw, V, &r) : INFINITY;
+    return r.token;
+}
+
+int32_t ref_greedy_max(const double *l, int64_t V, const float *bias_row,
+                       const uint32_t *allowed_row, double *best_s, double *second_s)
+{
+    return greedy_max(l, V, bias_row, allowed_row, best_s, second_s);
+}

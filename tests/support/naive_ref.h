@@ -79,6 +79,15 @@ void ref_verify(const double *logits, int64_t V, const fs_drafts *d, const fs_sa
 double ref_verify_gap(const double *logits, int64_t V, const fs_drafts *d, const fs_sampling *p,
                       int64_t r, const int32_t *other_tokens, int32_t other_num_emitted);
 
+/* The draw primitives above, for other oracles (naive_tree.c).  Over log
+ * weights lw[V] (-inf = left out): the two-level block draw at (seed, offset,
+ * position) and its decision margin; and the argmax of l + b over allowed
+ * (lowest id on ties) with its score and the runner-up's. */
+int32_t ref_block_draw(const double *lw, int64_t V, uint64_t seed, uint64_t offset, uint32_t pos,
+                       double *margin);
+int32_t ref_greedy_max(const double *l, int64_t V, const float *bias_row,
+                       const uint32_t *allowed_row, double *best_s, double *second_s);
+
 #ifdef __cplusplus
 }
 #endif

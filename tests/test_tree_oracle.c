@@ -1,0 +1,606 @@
+/* Tree verify on the CPU against the naive materialised oracle
+ * (support/naive_tree.c), token for token with the same noise: random ragged
+ * trees with several children per node, fused and over logits, f32 / f16 /
+ * bf16, T in {0, 0.5, 0.7, 1, 2}, with and without bias and mask; the
+ * accepted node indices as well as the tokens.  A disagreement is tolerated
+ * only where the oracle's walk had a floating-point near-tie (decision
+ * margin < 1e-4), and there must be almost none.  Also: a chain given as a
+ * tree is fs_verify bit for bit with the same seeds; the walk really goes
+ * deep, through later siblings and repeated tokens; tile-size and batch
+ * independence; and the comparison catches the injected faults. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_backend.h"
+#include "fs_test.h"
+#include "naive_ref.h"
+#include "naive_tree.h"
+#include "tree_test.h"
+
+#define NEAR_TIE 1e-4
+#define LOGPROB_TOL 1e-4
+
+static const fs_dtype DTYPES[3] = {FS_DTYPE_F32, FS_DTYPE_F16, FS_DTYPE_BF16};
+static const float TEMPS[5] = {0.0f, 0.5f, 1.0f, 2.0f, 0.7f};
+
+static long g_compared, g_near_ties, g_accepted, g_bad;
+/* fault mode: count hard mismatches instead of failing on them */
+static int g_count_only;
+static long g_mismatches;
+#define MISMATCH(...)              \
+    do {                           \
+        if (g_count_only)          \
+            ++g_mismatches;        \
+        else                       \
+            fail_msg(__VA_ARGS__); \
+    } while (0)
+
+/* ---- inputs and parameters ---------------------------------------------- */
+
+typedef struct inputs {
+    fs_dtype dt;
+    int fused;
+    int64_t rows, V, D;
+    void *logits, *weight, *hidden;
+    fs_lm_head head;
+    double *ref; /* [rows, V] oracle logits */
+} inputs;
+
+static void make_inputs(inputs *in, fs_dtype dt, int fused, int64_t rows, int64_t V, int64_t D,
+                        uint64_t seed)
+{
+    memset(in, 0, sizeof *in);
+    in->dt = dt;
+    in->fused = fused;
+    in->rows = rows;
+    in->V = V;
+    in->D = D;
+    if (fused) {
+        fst_gen_head(seed, V, D, rows, 3.0, dt, &in->weight, &in->hidden);
+        fs_lm_head h = {in->weight, V, D, dt};
+        in->head = h;
+        in->ref = ref_logits_fused(in->weight, in->hidden, dt, rows, V, D);
+    } else {
+        float *l = fst_gen_logits(seed, rows, V, 3.0);
+        in->logits = fst_pack(l, (size_t)(rows * V), dt);
+        free(l);
+        in->ref = ref_logits_stored(in->logits, dt, rows, V);
+    }
+}
+
+static void free_inputs(inputs *in)
+{
+    free(in->logits);
+    free(in->weight);
+    free(in->hidden);
+    free(in->ref);
+}
+
+typedef struct params {
+    float *T;
+    uint64_t *seed, *off;
+    float *bias;
+    uint32_t *allowed;
+    fs_sampling p;
+} params;
+
+static void make_params(params *pp, int64_t R, int64_t rows, int64_t V, int bias, int mask,
+                        uint64_t seed)
+{
+    fst_rng g;
+    fst_rng_seed(&g, seed);
+    pp->T = malloc(sizeof(float) * (size_t)R);
+    pp->seed = malloc(sizeof(uint64_t) * (size_t)R);
+    pp->off = malloc(sizeof(uint64_t) * (size_t)R);
+    for (int64_t i = 0; i < R; ++i) {
+        pp->T[i] = TEMPS[(i + (int64_t)seed) % 5];
+        pp->seed[i] = fst_next(&g);
+        pp->off[i] = fst_next(&g) >> fst_randint(&g, 64);
+    }
+    pp->bias = bias ? fst_gen_bias(seed, rows, V) : NULL;
+    pp->allowed = mask ? fst_gen_allowed(seed, rows, V, 0.6) : NULL;
+    fs_sampling s = {pp->T, pp->seed, pp->off, pp->bias, pp->allowed};
+    pp->p = s;
+}
+
+static void free_params(params *pp)
+{
+    free(pp->T);
+    free(pp->seed);
+    free(pp->off);
+    free(pp->bias);
+    free(pp->allowed);
+}
+
+/* ---- outputs ------------------------------------------------------------ */
+
+typedef struct outs {
+    int64_t R, S, P; /* requests, token stride, path stride */
+    int32_t *tok, *path, *nem, *st;
+    float *lp;
+    fs_status ret;
+} outs;
+
+static void outs_alloc(outs *o, const fs_draft_tree *t)
+{
+    o->R = t->num_requests;
+    o->S = t->max_depth + 1;
+    o->P = t->max_depth;
+    o->tok = malloc(sizeof(int32_t) * (size_t)(o->R * o->S));
+    o->lp = malloc(sizeof(float) * (size_t)(o->R * o->S));
+    o->path = malloc(sizeof(int32_t) * (size_t)(o->R * o->P + 1));
+    o->nem = malloc(sizeof(int32_t) * (size_t)o->R);
+    o->st = malloc(sizeof(int32_t) * (size_t)o->R);
+}
+
+static void outs_free(outs *o)
+{
+    free(o->tok);
+    free(o->lp);
+    free(o->path);
+    free(o->nem);
+    free(o->st);
+}
+
+static void run_tree(fs_context *ctx, const inputs *in, const fs_draft_tree *t,
+                     const fs_sampling *p, outs *o, int with_optional)
+{
+    int32_t *path = with_optional ? o->path : NULL;
+    float *lp = with_optional ? o->lp : NULL;
+    o->ret = in->fused ? fstt_verify_tree(ctx, &in->head, in->hidden, t, p, o->tok, path, o->nem,
+                                          lp, o->st)
+                       : fstt_verify_tree_logits(ctx, in->logits, in->dt, in->V, t, p, o->tok,
+                                                 path, o->nem, lp, o->st);
+}
+
+/* ---- the comparison ----------------------------------------------------- */
+
+static void check_tree(const inputs *in, const fs_draft_tree *t, const fs_sampling *p,
+                       const outs *o, const char *label)
+{
+    const int64_t R = o->R, S = o->S, P = o->P;
+    int32_t *rt = malloc(sizeof(int32_t) * (size_t)(R * S));
+    int32_t *rp = malloc(sizeof(int32_t) * (size_t)(R * P + 1));
+    double *rl = malloc(sizeof(double) * (size_t)(R * S));
+    double *rm = malloc(sizeof(double) * (size_t)R);
+    int32_t *rn = malloc(sizeof(int32_t) * (size_t)R), *rs = malloc(sizeof(int32_t) * (size_t)R);
+    ref_verify_tree(in->ref, in->V, t, p, REF_TREE_EXACT, rt, rp, rn, rl, rs, rm);
+    for (int64_t r = 0; r < R; ++r) {
+        ++g_compared;
+        const int32_t *tk = o->tok + r * S, *pa = o->path + r * P;
+        const float *lp = o->lp + r * S;
+        if (o->st[r] != rs[r])
+            fail_msg("%s request %lld: status %d, oracle %d", label, (long long)r, o->st[r], rs[r]);
+        if (o->nem[r] < 0 || o->nem[r] > S)
+            fail_msg("%s request %lld: num_emitted %d", label, (long long)r, o->nem[r]);
+        for (int64_t k = o->nem[r]; k < S; ++k)
+            if (tk[k] != -1 || !isnan(lp[k]))
+                fail_msg("%s request %lld: padding [%lld] = (%d, %g)", label, (long long)r,
+                         (long long)k, tk[k], lp[k]);
+        for (int64_t k = o->nem[r] > 0 ? o->nem[r] - 1 : 0; k < P; ++k)
+            if (pa[k] != -1)
+                fail_msg("%s request %lld: path padding [%lld] = %d", label, (long long)r,
+                         (long long)k, pa[k]);
+        if (rs[r] != FS_ROW_OK) {
+            assert_int_equal(o->nem[r], 0);
+            ++g_bad;
+            continue;
+        }
+        g_accepted += o->nem[r] - 1;
+        /* the path is a path: each node a child of the one before, carrying its token */
+        const int32_t *par = t->parents + t->node_offsets[r];
+        const int32_t *tt = t->tokens + t->node_offsets[r];
+        const int64_t n = t->node_offsets[r + 1] - t->node_offsets[r];
+        for (int64_t k = 0; k + 1 < o->nem[r]; ++k)
+            if (pa[k] < 0 || pa[k] >= n || par[pa[k]] != (k ? pa[k - 1] : -1) || tt[pa[k]] != tk[k])
+                fail_msg("%s request %lld: path [%lld] = node %d is not a child carrying %d",
+                         label, (long long)r, (long long)k, pa[k], tk[k]);
+        int same = o->nem[r] == rn[r];
+        for (int64_t k = 0; same && k < o->nem[r]; ++k)
+            same = tk[k] == rt[r * S + k] && (k + 1 == o->nem[r] || pa[k] == rp[r * P + k]);
+        if (same) {
+            for (int64_t k = 0; k < o->nem[r]; ++k)
+                if (!(fabs((double)lp[k] - rl[r * S + k]) < LOGPROB_TOL))
+                    MISMATCH("%s request %lld (T %g) slot %lld: token %d logprob %.7g, oracle "
+                             "%.7g",
+                             label, (long long)r, p->temperature[r], (long long)k, tk[k], lp[k],
+                             rl[r * S + k]);
+            continue;
+        }
+        if (!(rm[r] < NEAR_TIE)) {
+            char a[256] = "", b[256] = "";
+            for (int64_t k = 0; k < S; ++k) {
+                snprintf(a + strlen(a), sizeof a - strlen(a), " %d", tk[k]);
+                snprintf(b + strlen(b), sizeof b - strlen(b), " %d", rt[r * S + k]);
+            }
+            MISMATCH("%s request %lld (T %g): emitted %d [%s ], oracle %d [%s ], margin %.3g",
+                     label, (long long)r, p->temperature[r], o->nem[r], a, rn[r], b, rm[r]);
+            continue;
+        }
+        print_message("%s request %lld: near-tie (margin %.3g)\n", label, (long long)r, rm[r]);
+        ++g_near_ties;
+    }
+    free(rt);
+    free(rp);
+    free(rl);
+    free(rm);
+    free(rn);
+    free(rs);
+}
+
+/* ---- random trees against the oracle ------------------------------------ */
+
+static void tree_grid(int64_t V, int64_t D, int64_t R, int64_t max_nodes, int64_t max_depth,
+                      int64_t max_children, uint64_t seed0)
+{
+    fs_context *ctx = fst_cpu_ctx();
+    uint64_t seed = seed0;
+    for (int di = 0; di < 3; ++di)
+        for (int fused = 0; fused < 2; ++fused)
+            for (int bm = 0; bm < 4; ++bm) {
+                ++seed;
+                fstt_tree tr;
+                int64_t rows = fstt_make_shapes(&tr, R, max_nodes, max_depth, max_children, seed);
+                /* a wider output stride than any request needs, sometimes */
+                if (bm == 3)
+                    tr.t.max_depth += 2;
+                inputs in;
+                params pp;
+                make_inputs(&in, DTYPES[di], fused, rows, V, D, seed);
+                make_params(&pp, R, rows, V, bm & 1, bm >> 1, seed);
+                fstt_choose_tokens(&tr, in.ref, V, &pp.p, seed);
+                outs o, o2;
+                outs_alloc(&o, &tr.t);
+                outs_alloc(&o2, &tr.t);
+                char label[128];
+                snprintf(label, sizeof label, "tree %s %s V%lld bias%d mask%d",
+                         fst_dtype_name(DTYPES[di]), fused ? "fused" : "logits", (long long)V,
+                         bm & 1, bm >> 1);
+                run_tree(ctx, &in, &tr.t, &pp.p, &o, 1);
+                if (o.ret != FS_OK)
+                    fail_msg("%s: %s (%s)", label, fs_status_string(o.ret),
+                             fs_context_last_error(ctx));
+                check_tree(&in, &tr.t, &pp.p, &o, label);
+                /* the optional outputs change nothing */
+                run_tree(ctx, &in, &tr.t, &pp.p, &o2, 0);
+                assert_int_equal(o2.ret, FS_OK);
+                assert_memory_equal(o.tok, o2.tok, sizeof(int32_t) * (size_t)(o.R * o.S));
+                assert_memory_equal(o.nem, o2.nem, sizeof(int32_t) * (size_t)o.R);
+                outs_free(&o);
+                outs_free(&o2);
+                free_params(&pp);
+                free_inputs(&in);
+                fstt_free(&tr);
+            }
+    fs_context_destroy(ctx);
+}
+
+static void test_tree_vs_oracle(void **state)
+{
+    (void)state;
+    tree_grid(1013, 67, 16, 14, 4, 4, 100);
+}
+
+static void test_tree_vs_oracle_small(void **state)
+{
+    (void)state;
+    tree_grid(2, 3, 12, 6, 3, 2, 200);
+    tree_grid(7, 5, 16, 10, 4, 3, 300);
+    tree_grid(37, 11, 20, 16, 5, 5, 400);
+    tree_grid(300, 9, 8, 24, 3, FS_TREE_MAX_CHILDREN, 500); /* wide: every child slot */
+}
+
+/* Many requests over a small vocabulary at T > 0: the walk goes deep, accepts
+ * later siblings, emits bonus tokens at leaves and recovers at every depth,
+ * and all of it agrees with the oracle. */
+static void test_tree_paths(void **state)
+{
+    (void)state;
+    fs_context *ctx = fst_cpu_ctx();
+    const int64_t R = 600, V = 11, maxn = 12, maxd = 4, maxc = 3;
+    fstt_tree tr;
+    int64_t rows = fstt_make_shapes(&tr, R, maxn, maxd, maxc, 77);
+    inputs in;
+    params pp;
+    make_inputs(&in, FS_DTYPE_F32, 0, rows, V, 1, 77);
+    make_params(&pp, R, rows, V, 1, 0, 77);
+    for (int64_t r = 0; r < R; ++r)
+        if (pp.T[r] == 0.0f)
+            pp.T[r] = 1.0f; /* random walks only */
+    fstt_choose_tokens(&tr, in.ref, V, &pp.p, 77);
+    outs o;
+    outs_alloc(&o, &tr.t);
+    run_tree(ctx, &in, &tr.t, &pp.p, &o, 1);
+    assert_int_equal(o.ret, FS_OK);
+    check_tree(&in, &tr.t, &pp.p, &o, "tree paths");
+    long stops[8] = {0}, later_sibling = 0, leaf_bonus = 0, repeats = 0;
+    for (int64_t r = 0; r < R; ++r) {
+        const int32_t *par = tr.parents + tr.offsets[r], *tt = tr.tokens + tr.offsets[r];
+        int64_t n = tr.offsets[r + 1] - tr.offsets[r], acc = o.nem[r] - 1;
+        stops[acc]++;
+        for (int64_t k = 0; k < acc; ++k) {
+            int32_t node = o.path[r * o.P + k];
+            for (int64_t j = (k ? o.path[r * o.P + k - 1] : -1) + 1; j < node; ++j)
+                if (par[j] == par[node])
+                    ++later_sibling; /* an earlier sibling was rejected */
+        }
+        int32_t last = acc > 0 ? o.path[r * o.P + acc - 1] : -1;
+        int leaf = 1;
+        for (int64_t j = last + 1; j < n; ++j)
+            if (par[j] == last)
+                leaf = 0;
+        leaf_bonus += acc > 0 && leaf;
+        for (int64_t i = 0; i < n; ++i)
+            for (int64_t j = 0; j < i; ++j)
+                repeats += par[j] == par[i] && tt[j] == tt[i];
+    }
+    print_message("stops at depth 0..4: %ld %ld %ld %ld %ld; later siblings accepted %ld, leaf "
+                  "bonuses %ld, repeated sibling tokens %ld\n",
+                  stops[0], stops[1], stops[2], stops[3], stops[4], later_sibling, leaf_bonus,
+                  repeats);
+    for (int k = 0; k <= 4; ++k)
+        if (stops[k] == 0)
+            fail_msg("no request stopped after %d accepted nodes", k);
+    assert_true(later_sibling > 20);
+    assert_true(leaf_bonus > 20);
+    assert_true(repeats > 5);
+    outs_free(&o);
+    free_params(&pp);
+    free_inputs(&in);
+    fstt_free(&tr);
+    fs_context_destroy(ctx);
+}
+
+/* ---- a chain as a tree is fs_verify ------------------------------------- */
+
+static void chain_case(fs_context *ctx, fs_dtype dt, int fused, int bm, uint64_t seed)
+{
+    const int64_t R = 24, maxd = 5, V = 517, D = 21;
+    fst_rng g;
+    fst_rng_seed(&g, seed);
+    int32_t lens[24];
+    for (int64_t r = 0; r < R; ++r)
+        lens[r] = (int32_t)(r == 0 ? 0 : fst_randint(&g, maxd + 1));
+    int32_t zeros[24 * 5 + 1] = {0};
+    fstt_tree tr;
+    int64_t rows = fstt_make_chains(&tr, R, lens, zeros, maxd + (bm == 3));
+    inputs in;
+    params pp;
+    make_inputs(&in, dt, fused, rows, V, D, seed);
+    make_params(&pp, R, rows, V, bm & 1, bm >> 1, seed);
+    pp.T[3] = -1.0f; /* a bad request in both */
+    fstt_choose_tokens(&tr, in.ref, V, &pp.p, seed);
+    fs_drafts d = {R, tr.t.num_nodes, tr.t.max_depth, tr.tokens, tr.offsets};
+    const int64_t S = tr.t.max_depth + 1;
+    outs o;
+    outs_alloc(&o, &tr.t);
+    int32_t *vt = malloc(sizeof(int32_t) * (size_t)(R * S)), vn[24], vs[24];
+    float *vl = malloc(sizeof(float) * (size_t)(R * S));
+    fs_status a = fused ? fst_verify(ctx, &in.head, in.hidden, &d, &pp.p, vt, vn, vl, vs)
+                        : fst_verify_logits(ctx, in.logits, dt, V, &d, &pp.p, vt, vn, vl, vs);
+    run_tree(ctx, &in, &tr.t, &pp.p, &o, 1);
+    assert_int_equal(a, FS_ERR_INVALID_ROWS);
+    assert_int_equal(o.ret, FS_ERR_INVALID_ROWS);
+    for (int64_t r = 0; r < R; ++r) {
+        ++g_compared;
+        if (o.st[r] != vs[r] || o.nem[r] != vn[r])
+            fail_msg("chain %s %s bm%d request %lld: tree (status %d, %d emitted), verify (%d, "
+                     "%d)",
+                     fst_dtype_name(dt), fused ? "fused" : "logits", bm, (long long)r, o.st[r],
+                     o.nem[r], vs[r], vn[r]);
+        for (int64_t k = 0; k < S; ++k) {
+            float x = o.lp[r * S + k], y = vl[r * S + k];
+            if (o.tok[r * S + k] != vt[r * S + k] || !(x == y || (isnan(x) && isnan(y))))
+                fail_msg("chain %s %s bm%d request %lld slot %lld: tree (%d, %.9g), verify "
+                         "(%d, %.9g)",
+                         fst_dtype_name(dt), fused ? "fused" : "logits", bm, (long long)r,
+                         (long long)k, o.tok[r * S + k], x, vt[r * S + k], y);
+        }
+        for (int64_t k = 0; k < o.P; ++k)
+            assert_int_equal(o.path[r * o.P + k], k + 1 < o.nem[r] ? k : -1);
+    }
+    check_tree(&in, &tr.t, &pp.p, &o, "chain as tree");
+    free(vt);
+    free(vl);
+    outs_free(&o);
+    free_params(&pp);
+    free_inputs(&in);
+    fstt_free(&tr);
+}
+
+static void test_chain_is_verify(void **state)
+{
+    (void)state;
+    fs_context *ctx = fst_cpu_ctx();
+    uint64_t seed = 900;
+    for (int di = 0; di < 3; ++di)
+        for (int fused = 0; fused < 2; ++fused)
+            for (int bm = 0; bm < 4; ++bm)
+                chain_case(ctx, DTYPES[di], fused, bm, ++seed);
+    /* and on tiles that cut noise blocks */
+    fs_cpu_set_tile_size(7);
+    chain_case(ctx, FS_DTYPE_F32, 0, 3, 950);
+    chain_case(ctx, FS_DTYPE_BF16, 1, 1, 951);
+    fs_cpu_set_tile_size(0);
+    fs_context_destroy(ctx);
+}
+
+/* ---- independence of tiles and of the batch ----------------------------- */
+
+static void test_tree_tile_independence(void **state)
+{
+    (void)state;
+    fs_context *ctx = fst_cpu_ctx();
+    const int64_t V = 1013, R = 12;
+    const int64_t tiles[] = {1, 7, 64, 256, V};
+    for (int fused = 0; fused < 2; ++fused) {
+        fstt_tree tr;
+        int64_t rows = fstt_make_shapes(&tr, R, 10, 4, 3, 1500 + fused);
+        inputs in;
+        params pp;
+        make_inputs(&in, fused ? FS_DTYPE_BF16 : FS_DTYPE_F32, fused, rows, V, 35, 1500 + fused);
+        make_params(&pp, R, rows, V, 1, 1, 1500 + fused);
+        fstt_choose_tokens(&tr, in.ref, V, &pp.p, 1500);
+        outs o0, o;
+        outs_alloc(&o0, &tr.t);
+        outs_alloc(&o, &tr.t);
+        for (size_t ti = 0; ti < sizeof tiles / sizeof tiles[0]; ++ti) {
+            fs_cpu_set_tile_size(tiles[ti]);
+            outs *x = ti == 0 ? &o0 : &o;
+            run_tree(ctx, &in, &tr.t, &pp.p, x, 1);
+            assert_int_equal(x->ret, FS_OK);
+            if (ti == 0) {
+                check_tree(&in, &tr.t, &pp.p, x, "tree tile 1");
+                continue;
+            }
+            if (memcmp(o.tok, o0.tok, sizeof(int32_t) * (size_t)(R * o.S)) ||
+                memcmp(o.path, o0.path, sizeof(int32_t) * (size_t)(R * o.P)) ||
+                memcmp(o.nem, o0.nem, sizeof(int32_t) * (size_t)R))
+                fail_msg("tree verify differs between tile 1 and tile %lld",
+                         (long long)tiles[ti]);
+            for (int64_t k = 0; k < R * o.S; ++k)
+                assert_true(o.tok[k] < 0 ? isnan(o.lp[k]) : fabsf(o.lp[k] - o0.lp[k]) < 1e-5f);
+        }
+        fs_cpu_set_tile_size(0);
+        outs_free(&o0);
+        outs_free(&o);
+        free_params(&pp);
+        free_inputs(&in);
+        fstt_free(&tr);
+    }
+    fs_context_destroy(ctx);
+}
+
+/* Each request gives the same output alone as in its batch. */
+static void test_tree_batch_independence(void **state)
+{
+    (void)state;
+    fs_context *ctx = fst_cpu_ctx();
+    const int64_t V = 301, R = 14;
+    fstt_tree tr;
+    int64_t rows = fstt_make_shapes(&tr, R, 9, 3, 3, 1600);
+    inputs in;
+    params pp;
+    make_inputs(&in, FS_DTYPE_F32, 0, rows, V, 1, 1600);
+    make_params(&pp, R, rows, V, 1, 1, 1600);
+    fstt_choose_tokens(&tr, in.ref, V, &pp.p, 1600);
+    outs o;
+    outs_alloc(&o, &tr.t);
+    run_tree(ctx, &in, &tr.t, &pp.p, &o, 1);
+    assert_int_equal(o.ret, FS_OK);
+    const int64_t W = fst_mask_words(V);
+    for (int64_t r = 0; r < R; ++r) {
+        int64_t b = tr.offsets[r], n = tr.offsets[r + 1] - b, row0 = b + r;
+        int32_t off1[2] = {0, (int32_t)n};
+        fs_draft_tree t1 = {1, n, tr.t.max_depth, tr.t.max_children, tr.tokens + b,
+                            tr.parents + b, off1};
+        fs_sampling p1 = {&pp.T[r], &pp.seed[r], &pp.off[r], pp.bias + row0 * V,
+                          pp.allowed + row0 * W};
+        int32_t tk[4], pa[3], nem, st;
+        float lp[4];
+        assert_int_equal(fstt_verify_tree_logits(ctx, (float *)in.logits + row0 * V,
+                                                 FS_DTYPE_F32, V, &t1, &p1, tk, pa, &nem, lp,
+                                                 &st),
+                         FS_OK);
+        assert_int_equal(nem, o.nem[r]);
+        assert_memory_equal(tk, o.tok + r * o.S, sizeof tk);
+        assert_memory_equal(pa, o.path + r * o.P, sizeof pa);
+        for (int k = 0; k < nem; ++k)
+            assert_true(fabsf(lp[k] - o.lp[r * o.S + k]) < 1e-6f);
+    }
+    outs_free(&o);
+    free_params(&pp);
+    free_inputs(&in);
+    fstt_free(&tr);
+    fs_context_destroy(ctx);
+}
+
+/* ---- the comparison has teeth -------------------------------------------- */
+
+static long faulty_mismatches(uint32_t faults, int64_t tile, uint64_t seed)
+{
+    fs_context *ctx = fst_cpu_ctx();
+    const int64_t R = 300, V = 29;
+    fstt_tree tr;
+    int64_t rows = fstt_make_shapes(&tr, R, 8, 3, 4, seed);
+    inputs in;
+    params pp;
+    make_inputs(&in, FS_DTYPE_F32, 0, rows, V, 1, seed);
+    make_params(&pp, R, rows, V, 0, 0, seed);
+    fstt_choose_tokens(&tr, in.ref, V, &pp.p, seed);
+    outs o;
+    outs_alloc(&o, &tr.t);
+    fs_cpu_set_tile_size(tile);
+    fs_cpu_set_faults(faults);
+    run_tree(ctx, &in, &tr.t, &pp.p, &o, 1);
+    fs_cpu_set_faults(FS_FAULT_NONE);
+    fs_cpu_set_tile_size(0);
+    assert_int_equal(o.ret, FS_OK);
+    g_count_only = 1;
+    g_mismatches = 0;
+    long compared = g_compared, ties = g_near_ties, accepted = g_accepted, bad = g_bad;
+    check_tree(&in, &tr.t, &pp.p, &o, "faulty tree");
+    g_count_only = 0;
+    g_compared = compared;
+    g_near_ties = ties;
+    g_accepted = accepted;
+    g_bad = bad;
+    long mm = g_mismatches;
+    /* without the fault the same inputs agree */
+    run_tree(ctx, &in, &tr.t, &pp.p, &o, 1);
+    check_tree(&in, &tr.t, &pp.p, &o, "fault-free tree");
+    outs_free(&o);
+    free_params(&pp);
+    free_inputs(&in);
+    fstt_free(&tr);
+    fs_context_destroy(ctx);
+    return mm;
+}
+
+static void test_oracle_detects_faults(void **state)
+{
+    (void)state;
+    long siblings = faulty_mismatches(FS_FAULT_KEEP_SIBLINGS, 0, 1700);
+    long none = faulty_mismatches(FS_FAULT_NO_EXCLUDE, 0, 1701);
+    long edge = faulty_mismatches(FS_FAULT_TILE_EDGE, 8, 1702);
+    print_message("injected faults: %ld (rejected siblings kept), %ld (no child excluded), %ld "
+                  "(tile edge) mismatches\n",
+                  siblings, none, edge);
+    assert_true(siblings >= 5);
+    assert_true(none >= 5);
+    assert_true(edge >= 5);
+}
+
+static void test_summary(void **state)
+{
+    (void)state;
+    print_message("compared %ld requests against the oracle (%ld failed as bad requests, %ld "
+                  "accepted nodes), %ld near-ties\n",
+                  g_compared, g_bad, g_accepted, g_near_ties);
+    assert_true(g_compared > 1000);
+    assert_true(g_accepted > g_compared / 2);
+    assert_true(g_near_ties <= 2 + g_compared / 1000);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_tree_vs_oracle, fst_reset_hooks),
+        cmocka_unit_test_setup(test_tree_vs_oracle_small, fst_reset_hooks),
+        cmocka_unit_test_setup(test_tree_paths, fst_reset_hooks),
+        cmocka_unit_test_setup(test_chain_is_verify, fst_reset_hooks),
+        cmocka_unit_test_setup(test_tree_tile_independence, fst_reset_hooks),
+        cmocka_unit_test_setup(test_tree_batch_independence, fst_reset_hooks),
+        cmocka_unit_test_setup(test_oracle_detects_faults, fst_reset_hooks),
+        cmocka_unit_test_setup(test_summary, fst_reset_hooks),
+    };
+    return cmocka_run_group_tests_name("tree_oracle", tests, NULL, NULL);
+}
