@@ -45,7 +45,7 @@ echo "   ($(( $(date +%s) - start )) s so far)"
 
 echo "== pytest python/tests"
 set +e
-"$VENV/bin/pytest" -q -rs python/tests
+"$VENV/bin/pytest" -q python/tests
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then

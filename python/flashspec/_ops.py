@@ -543,10 +543,10 @@ def row_status_string(row_status: int) -> str:
 def check_row_status(row_status: torch.Tensor) -> None:
     """Raise FlashspecRowError if any row (request) failed.  Reads the tensor:
     on CUDA this synchronizes, so keep it out of the hot path."""
-    bad = torch.nonzero(row_status.detach().to("cpu") != 0).flatten().tolist()
+    values = row_status.detach().to("cpu").reshape(-1)
+    bad = torch.nonzero(values != 0).flatten().tolist()
     if not bad:
         return
-    values = row_status.detach().to("cpu")
     rows = {int(i): int(values[i]) for i in bad}
     shown = ", ".join(f"{i}: {row_status_string(s)}" for i, s in list(rows.items())[:8])
     more = f" (and {len(rows) - 8} more)" if len(rows) > 8 else ""
