@@ -2,6 +2,7 @@
 #include "cpu_filter.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "cpu_backend.h"
 #include "finalize.h"
@@ -104,36 +105,44 @@ static int finite(float s)
     return s > -INFINITY && s < INFINITY;
 }
 
-/* Run a radix select to its end: one histogram pass over every part per
- * level, over the finite scores >= floor; masses relative to m. */
+/* Add the histogram of one part's finite scores >= floor at q's level into
+ * count / mass (masses relative to m). */
+static void histogram(const fs_op_args *a, int64_t row, const fs_row_desc *d, float m,
+                      float floor, const fs_select *q, int32_t *count, float *mass)
+{
+    for (int64_t v = 0; v < a->vocab_size; ++v) {
+        float s = fs_cpu_score(a, d, row, v);
+        if (!finite(s) || s < floor)
+            continue;
+        int b = fs_select_bucket(q, fs_select_key(s));
+        if (b < 0)
+            continue;
+        count[b]++;
+        mass[b] += fs_exp(s - m);
+    }
+}
+
+/* Run a radix select to its end: one histogram pass per level; with several
+ * parts, each part's histogram is summed into the total in part order, as
+ * an all-reduce over vocabulary shards would. */
 static void run_select(const fs_op_args *const *shards, int nshards, int64_t row,
                        const fs_row_desc *d, float m, float floor, fs_select *q,
                        fs_filter_hist *h)
 {
     while (!fs_select_done(q)) {
-        for (int b = 0; b < FS_SELECT_BUCKETS; ++b) {
-            h->count[b] = 0;
-            h->mass[b] = 0.0f;
-        }
-        for (int i = 0; i < nshards; ++i) {
-            const fs_op_args *a = shards[i];
-            for (int b = 0; b < FS_SELECT_BUCKETS; ++b) {
-                h->part_count[b] = 0;
-                h->part_mass[b] = 0.0f;
-            }
-            for (int64_t v = 0; v < a->vocab_size; ++v) {
-                float s = fs_cpu_score(a, d, row, v);
-                if (!finite(s) || s < floor)
-                    continue;
-                int b = fs_select_bucket(q, fs_select_key(s));
-                if (b < 0)
-                    continue;
-                h->part_count[b]++;
-                h->part_mass[b] += fs_exp(s - m);
-            }
-            for (int b = 0; b < FS_SELECT_BUCKETS; ++b) {
-                h->count[b] += h->part_count[b];
-                h->mass[b] += h->part_mass[b];
+        memset(h->count, 0, sizeof h->count);
+        memset(h->mass, 0, sizeof h->mass);
+        if (nshards == 1) {
+            histogram(shards[0], row, d, m, floor, q, h->count, h->mass);
+        } else {
+            for (int i = 0; i < nshards; ++i) {
+                memset(h->part_count, 0, sizeof h->part_count);
+                memset(h->part_mass, 0, sizeof h->part_mass);
+                histogram(shards[i], row, d, m, floor, q, h->part_count, h->part_mass);
+                for (int b = 0; b < FS_SELECT_BUCKETS; ++b) {
+                    h->count[b] += h->part_count[b];
+                    h->mass[b] += h->part_mass[b];
+                }
             }
         }
         fs_select_step(q, h->count, h->mass);
