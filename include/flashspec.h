@@ -193,11 +193,13 @@ typedef struct fs_sampling {
  * Parameters outside their ranges fail the request with FS_ROW_BAD_FILTER
  * (whatever its temperature).
  *
- * Cost: each (row, tile) record keeps the row's top 64 scores, which decide
- * every row whose kept set has at most 64 tokens (any top_k <= 64; a nucleus
- * or min-p band of up to 64 tokens) in the one pass.  Other rows take an
- * exact second pass over the vocabulary (radix select of the threshold, then
- * the draw; nothing is materialised); out_filter_fallback, when given, gets
+ * Cost: each (row, tile) record keeps the row's top 64 scores, which settle
+ * in the one pass the rows whose kept set lies among them: any top_k <= 64,
+ * a nucleus or min-p band of up to 64 tokens (exceptions: ties at the edge
+ * that continue past the 64th score; top-p with a top_k above 64 when the
+ * top-k mass beyond the 64 decides).  Other rows take an exact second pass
+ * over the vocabulary (radix select of the threshold, then the draw; nothing
+ * is materialised); out_filter_fallback, when given, gets
  * per request the number of its rows that did (sample: 0 or 1; verify:
  * 0 .. n_r + 1; 0 for bad, greedy and unfiltered rows), without any host
  * synchronisation.  docs/design-filters.md has the algorithm.

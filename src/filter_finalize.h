@@ -132,11 +132,12 @@ FS_HD int fs_filter_resolve(const fs_record *r, const fs_filter_record *f,
             w += fs_exp(f->s[j] - m);
             ++j;
         }
-        if (j == n && !complete)
-            return FS_FILTER_SECOND_PASS; /* the group may continue outside */
         before += w;
         i = j;
     }
+    /* kept up to the end of an incomplete list: the last group, and the kept
+       set, may continue past the candidates (when nk >= 0 the walk ends
+       inside the list or the list is complete) */
     if (i == 0 || (i == limit && nk < 0))
         return FS_FILTER_SECOND_PASS;
     cut->threshold = f->s[i - 1];

@@ -699,6 +699,20 @@ static void test_tie_rule(void **state)
         memset(c, 0, sizeof c);
         draw_counts(ctx, l, V, NULL, NULL, 1.0f, 6, 1.0f, 0.0f, N, 2, c);
         expect_support(c, V, eight, 8, "top-k 6, tie at the 6th");
+        /* top-k's tie group counts in the mass top-p renormalises by:
+           probabilities 0.3, 0.2, three of 0.1 (the 3rd score), the rest
+           below; k = 3 keeps five tokens, Z_k = 0.8, and top-p 0.7 keeps the
+           tie group (0.5 / 0.8 < 0.7; with only one of the ties in Z_k it
+           would be 0.5 / 0.6 >= 0.7) */
+        for (int v = 0; v < V; ++v)
+            l[v] = logf(0.2f / 60.0f);
+        l[7] = logf(0.3f);
+        l[40] = logf(0.2f);
+        l[8] = l[25] = l[60] = logf(0.1f);
+        const int32_t kp[5] = {7, 40, 8, 25, 60};
+        memset(c, 0, sizeof c);
+        draw_counts(ctx, l, V, NULL, NULL, 1.0f, 3, 0.7f, 0.0f, N, 6, c);
+        expect_support(c, V, kp, 5, "top-k tie group inside top-p's mass");
         /* min-p: a token exactly at max + log(min_p) is kept, the next float
            below it is not */
         for (int v = 0; v < V; ++v)
@@ -824,19 +838,33 @@ static void test_edge_cases(void **state)
         assert_memory_equal(t1, t0, sizeof t0);
         assert_memory_equal(lp1, lp0, sizeof lp0);
         /* cutting nothing: the unfiltered token (the same block keys bit for
-           bit); the logprob up to the summation order of the mass */
+           bit); the logprob up to the summation order of the mass.  The one
+           pass decides exactly the rows of at most 64 allowed tokens (their
+           candidates are complete); the others, and every row with 3
+           candidates, take the second pass */
+        int32_t fb[64];
+        f.out_filter_fallback = fb;
         for (int r = 0; r < rows; ++r) {
             k[r] = r % 2 ? n_allowed[r] : 0;
             mp[r] = r % 2 ? 0.0f : 1e-30f;
         }
+        int wide = 0;
         for (int cap = 0; cap < 2; ++cap) {
             fs_cpu_set_filter_candidates(cap ? 3 : 0);
             assert_int_equal(fst_sample_logits(ctx, l, FS_DTYPE_F32, rows, V, &f, t1, lp1, s1),
                              FS_OK);
             assert_memory_equal(t1, t0, sizeof t0);
-            for (int r = 0; r < rows; ++r)
+            for (int r = 0; r < rows; ++r) {
                 assert_true(fabsf(lp1[r] - lp0[r]) < 1e-5f);
+                int second = pass || cap || n_allowed[r] > FS_FILTER_CANDIDATES;
+                if (fb[r] != second)
+                    fail_msg("row %d (%d allowed, cap %d, forced %d): second pass %d", r,
+                             n_allowed[r], cap ? 3 : 64, pass, fb[r]);
+                wide += n_allowed[r] > FS_FILTER_CANDIDATES;
+            }
         }
+        assert_true(wide > 0 && wide < 2 * rows); /* both kinds of rows occur */
+        f.out_filter_fallback = NULL;
         fs_cpu_set_filter_candidates(0);
     }
     fs_cpu_set_filter_second_pass(0);
