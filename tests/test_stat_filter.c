@@ -11,7 +11,11 @@
  * (on the unrenormalised distribution), k off by one either way, a nucleus
  * that drops the token crossing p (each drawn through the library's own
  * sampler restricted to the wrong kept set), and a verify that accepts with
- * the unfiltered p(x) (FS_FAULT_UNFILTERED_PX).  Fixed seeds throughout. */
+ * the unfiltered p(x) (FS_FAULT_UNFILTERED_PX).  And every must-accept case
+ * has its own power check at its own size: a sampler whose boundary is off
+ * by one token (the first cut token kept; for kept sets of at most 64
+ * tokens also the last kept one cut), simulated by GSL multinomial draws.
+ * Fixed seeds throughout. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
