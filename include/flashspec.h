@@ -94,9 +94,11 @@ typedef enum fs_row_status {
                                    or a request with more than max_drafts drafts */
     FS_ROW_NONFINITE = 4,       /* an allowed token's logit (or logit + bias) was NaN or +inf */
     FS_ROW_ALL_MASKED = 5,      /* no token of the row is allowed */
-    FS_ROW_BAD_TREE = 6         /* tree verify: a parent index not in [-1, node), a node
+    FS_ROW_BAD_TREE = 6,        /* tree verify: a parent index not in [-1, node), a node
                                    deeper than max_depth, or more than max_children
                                    children under one node */
+    FS_ROW_BAD_FILTER = 7       /* top_k < 0, top_p outside (0, 1] or min_p outside [0, 1)
+                                   (NaN included) */
 } fs_row_status;
 
 FS_API const char *fs_status_string(fs_status status);
@@ -150,7 +152,9 @@ typedef struct fs_lm_head {
 } fs_lm_head;
 
 /* Per-request sampling parameters.  For sample and draft argmax a request is
- * one row; for verify a request owns n_r + 1 target rows. */
+ * one row; for verify a request owns n_r + 1 target rows.  Zero-initialise
+ * the struct (= {0} or designated initialisers), so that optional fields,
+ * including any added at its end later, are NULL. */
 typedef struct fs_sampling {
     const float *temperature;  /* [requests], required; 0 = greedy */
     const uint64_t *seed;      /* [requests], required (ignored by greedy rows) */
@@ -158,7 +162,54 @@ typedef struct fs_sampling {
     const float *logit_bias;   /* [rows, V_global] added to the logits, optional */
     const uint32_t *allowed;   /* [rows, ceil(V_global/32)] bitmask, bit (i%32) of word
                                   i/32 set = token i allowed; optional (NULL = all) */
+    /* Filters (see "Filters" below); each optional, NULL = off for every request. */
+    const int32_t *top_k;      /* [requests]: 0 or >= V_global = off */
+    const float *top_p;        /* [requests]: in (0, 1], 1 = off */
+    const float *min_p;        /* [requests]: in [0, 1), 0 = off */
+    int32_t *out_filter_fallback; /* [requests], optional OUTPUT: how many of the request's
+                                     rows needed the filters' second pass */
 } fs_sampling;
+
+/* Filters: top-k, top-p (nucleus) and min-p, exact, in sample and verify.
+ *
+ * They act on the scores s_i = (l_i + b_i) / T of the allowed tokens, in the
+ * order top-k -> top-p -> min-p:
+ *   top-k  keeps the tokens scoring >= the k-th largest score;
+ *   top-p  renormalises over the top-k set and keeps a token iff the tokens
+ *          scoring strictly higher hold less than top_p of that mass (the
+ *          token that crosses top_p is kept);
+ *   min-p  keeps a token iff s_i - s_max >= log(min_p), i.e.
+ *          p_i >= min_p * p_max.
+ * Ties at a threshold are kept (all tokens of equal score share one fate), so
+ * the kept set F is a set of scores {s >= t}, never a function of token ids:
+ * vLLM's and Hugging Face's top-k and min-p do the same; their top-p cuts a
+ * sort position, which agrees except inside a tie group.  The order is vLLM
+ * V0's and SGLang's (vLLM V1 applies min-p first; that differs only when both
+ * min-p and top-p are set).  The row samples exactly from softmax(s) restricted
+ * to F (same two-level Gumbel noise, restricted to F: a filter that cuts
+ * nothing gives the unfiltered token), and logprobs are under that filtered
+ * distribution.  Rows with T < FS_MIN_TEMPERATURE are greedy and the filters
+ * change nothing.  In verify, p is the filtered target at every position: a
+ * draft outside F has p(x) = 0 and is rejected, recovery samples the filtered
+ * target without x, the bonus token the filtered last row; the emitted
+ * sequence has the law of sampling token by token from the filtered target.
+ * Parameters outside their ranges fail the request with FS_ROW_BAD_FILTER
+ * (whatever its temperature).
+ *
+ * Cost: each (row, tile) record keeps the row's top 64 scores, which settle
+ * in the one pass the rows whose kept set lies among them: any top_k <= 64,
+ * a nucleus or min-p band of up to 64 tokens (exceptions: ties at the edge
+ * that continue past the 64th score; top-p with a top_k above 64 when the
+ * top-k mass beyond the 64 decides).  Other rows take an exact second pass
+ * over the vocabulary (radix select of the threshold, then the draw; nothing
+ * is materialised); out_filter_fallback, when given, gets
+ * per request the number of its rows that did (sample: 0 or 1; verify:
+ * 0 .. n_r + 1; 0 for bad, greedy and unfiltered rows), without any host
+ * synchronisation.  docs/design-filters.md has the algorithm.
+ *
+ * The CUDA backend does not implement the filters yet: a CUDA context given
+ * any of top_k, top_p, min_p or out_filter_fallback fails the call with
+ * FS_ERR_UNSUPPORTED before any work. */
 
 /* ---- sample: one token per row, exactly from softmax((l + b) / T) ------ */
 

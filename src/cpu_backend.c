@@ -4,6 +4,7 @@
 
 #include "backend.h"
 #include "cpu_backend.h"
+#include "cpu_filter.h"
 #include "cpu_scan.h"
 #include "finalize.h"
 
@@ -26,6 +27,7 @@ typedef struct cpu_workspace {
     fs_record *row_recs;  /* [rows] merged so far */
     int32_t *pre_status;  /* [requests] status known before the scan */
     void *scan_scratch;   /* fs_cpu_scan's noise blocks being collected */
+    void *filter;         /* the filters' part (cpu_filter.h) */
 } cpu_workspace;
 
 static size_t align_up(size_t n)
@@ -47,6 +49,8 @@ static size_t carve(void *base, int64_t rows, int64_t requests, cpu_workspace *w
     at += align_up((size_t)requests * sizeof(int32_t));
     if (w) w->scan_scratch = p + at;
     at += align_up(fs_cpu_scan_scratch_bytes(rows));
+    if (w) w->filter = p + at;
+    at += align_up(fs_cpu_filter_ws_bytes(rows));
     return at;
 }
 
@@ -146,7 +150,12 @@ fs_status fs_cpu_run(fs_context *ctx, const fs_op_args *a)
     cpu_workspace w;
     carve(a->workspace, a->rows, requests, &w);
     build_descs(a, &w);
-    fs_cpu_scan(a, w.descs, g_tile, g_faults, w.tile_recs, w.row_recs, w.scan_scratch);
+    fs_cpu_filter_ws fw;
+    fs_cpu_filter_carve(w.filter, a->rows, &fw);
+    fs_cpu_filter_prepare(a, w.descs, w.pre_status, &fw);
+    fs_cpu_scan_filtered(a, w.descs, g_tile, g_faults, w.tile_recs, w.row_recs, &fw.recs,
+                         w.scan_scratch);
+    fs_cpu_filter_finish(a, w.descs, w.row_recs, &fw, g_faults);
     finalize(a, &w);
 
     int64_t bad = 0, first = -1;

@@ -10,8 +10,9 @@ enum fs_cpu_fault {
     FS_FAULT_NONE = 0,
     FS_FAULT_NO_EXCLUDE = 1u, /* recovery candidate keeps the draft token (wrong residual) */
     FS_FAULT_TILE_EDGE = 2u,  /* each tile's last token is never pushed (off-by-one) */
-    FS_FAULT_KEEP_SIBLINGS = 4u /* tree verify: the recovery candidate leaves out only the
+    FS_FAULT_KEEP_SIBLINGS = 4u, /* tree verify: the recovery candidate leaves out only the
                                    last child (a chain's rule), not the rejected siblings */
+    FS_FAULT_UNFILTERED_PX = 8u  /* filtered verify accepts drafts with the unfiltered p(x) */
 };
 
 #define FS_CPU_DEFAULT_TILE 256
@@ -21,5 +22,12 @@ void fs_cpu_set_faults(uint32_t faults);
 /* The current settings, for scans outside cpu_backend.c (tree verify). */
 int64_t fs_cpu_tile_size(void);
 uint32_t fs_cpu_faults(void);
+
+/* Filters (cpu_filter.c): candidates kept per record, 1 .. FS_FILTER_CANDIDATES
+ * (<= 0 restores FS_FILTER_CANDIDATES), so that small inputs reach the second
+ * pass; and a switch that sends every filtered row through the second pass.
+ * Neither changes a token, up to near-ties of the masses. */
+void fs_cpu_set_filter_candidates(int cap);
+void fs_cpu_set_filter_second_pass(int force);
 
 #endif

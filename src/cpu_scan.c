@@ -84,20 +84,26 @@ typedef struct block_buf {
     float s[FS_NOISE_BLOCK];
 } block_buf;
 
-static void block_flush(block_buf *b, const fs_row_desc *d, fs_record *rec)
+/* frec (NULL for a row without filters) receives the block's candidates. */
+static void block_flush(block_buf *b, const fs_row_desc *d, fs_record *rec,
+                        fs_filter_record *frec, int cap)
 {
-    if (b->block >= 0)
+    if (b->block >= 0) {
         fs_record_push_block(rec, d, (int32_t)(b->block * FS_NOISE_BLOCK), FS_NOISE_BLOCK, b->s);
+        if (frec)
+            fs_filter_push_block(frec, (int32_t)(b->block * FS_NOISE_BLOCK), FS_NOISE_BLOCK, b->s,
+                                 cap);
+    }
     b->block = -1;
 }
 
 static void push_token(const fs_op_args *a, const fs_row_desc *d, int64_t row, int64_t v,
-                       fs_record *rec, block_buf *b)
+                       fs_record *rec, fs_filter_record *frec, int cap, block_buf *b)
 {
     int64_t gid = a->vocab_offset + v;
     float s = score_token(a, d, row, v);
     if (gid / FS_NOISE_BLOCK != b->block) {
-        block_flush(b, d, rec);
+        block_flush(b, d, rec, frec, cap);
         b->block = gid / FS_NOISE_BLOCK;
         for (int i = 0; i < FS_NOISE_BLOCK; ++i)
             b->s[i] = -INFINITY;
@@ -110,38 +116,80 @@ size_t fs_cpu_scan_scratch_bytes(int64_t rows)
     return sizeof(block_buf) * (size_t)rows;
 }
 
-void fs_cpu_scan(const fs_op_args *a, const fs_row_desc *descs, int64_t tile, uint32_t faults,
-                 fs_record *tile_recs, fs_record *row_recs, void *scratch)
+/* Row r's candidate records (per tile, merged), or NULL when it has no
+ * filters. */
+static fs_filter_record *tile_frec(const fs_cpu_filter_recs *f, int64_t r)
+{
+    return f && f->fdescs[r].active ? &f->tile[r] : NULL;
+}
+
+static fs_filter_record *row_frec(const fs_cpu_filter_recs *f, int64_t r)
+{
+    return f && f->fdescs[r].active ? &f->row[r] : NULL;
+}
+
+static void scan(const fs_op_args *a, const fs_row_desc *descs, int64_t tile, uint32_t faults,
+                 fs_record *tile_recs, fs_record *row_recs, const fs_cpu_filter_recs *f,
+                 void *scratch)
 {
     int64_t rows = a->rows, vocab = a->vocab_size;
+    int cap = f ? f->cap : 0;
     block_buf *bufs = scratch;
     for (int64_t r = 0; r < rows; ++r) {
         fs_record_init(&row_recs[r]);
         bufs[r].block = -1;
+        if (row_frec(f, r))
+            fs_filter_record_init(row_frec(f, r));
     }
     for (int64_t t0 = 0; t0 < vocab; t0 += tile) {
         int64_t t1 = t0 + tile < vocab ? t0 + tile : vocab;
         if (faults & FS_FAULT_TILE_EDGE)
             --t1;
-        for (int64_t r = 0; r < rows; ++r)
+        for (int64_t r = 0; r < rows; ++r) {
             fs_record_init(&tile_recs[r]);
+            if (tile_frec(f, r))
+                fs_filter_record_init(tile_frec(f, r));
+        }
         if (a->head) {
             /* token-major: one LM-head row serves every hidden row while cached */
             for (int64_t v = t0; v < t1; ++v)
                 for (int64_t r = 0; r < rows; ++r)
                     if (descs[r].flags & FS_ROWF_VALID)
-                        push_token(a, &descs[r], r, v, &tile_recs[r], &bufs[r]);
+                        push_token(a, &descs[r], r, v, &tile_recs[r], tile_frec(f, r), cap,
+                                   &bufs[r]);
         } else {
             for (int64_t r = 0; r < rows; ++r)
                 if (descs[r].flags & FS_ROWF_VALID)
                     for (int64_t v = t0; v < t1; ++v)
-                        push_token(a, &descs[r], r, v, &tile_recs[r], &bufs[r]);
+                        push_token(a, &descs[r], r, v, &tile_recs[r], tile_frec(f, r), cap,
+                                   &bufs[r]);
         }
-        for (int64_t r = 0; r < rows; ++r)
+        for (int64_t r = 0; r < rows; ++r) {
             fs_record_merge(&row_recs[r], &tile_recs[r]);
+            if (row_frec(f, r))
+                fs_filter_merge(row_frec(f, r), tile_frec(f, r), cap);
+        }
     }
     for (int64_t r = 0; r < rows; ++r)
-        block_flush(&bufs[r], &descs[r], &row_recs[r]);
+        block_flush(&bufs[r], &descs[r], &row_recs[r], row_frec(f, r), cap);
+}
+
+void fs_cpu_scan(const fs_op_args *a, const fs_row_desc *descs, int64_t tile, uint32_t faults,
+                 fs_record *tile_recs, fs_record *row_recs, void *scratch)
+{
+    scan(a, descs, tile, faults, tile_recs, row_recs, NULL, scratch);
+}
+
+void fs_cpu_scan_filtered(const fs_op_args *a, const fs_row_desc *descs, int64_t tile,
+                          uint32_t faults, fs_record *tile_recs, fs_record *row_recs,
+                          const fs_cpu_filter_recs *f, void *scratch)
+{
+    scan(a, descs, tile, faults, tile_recs, row_recs, f, scratch);
+}
+
+float fs_cpu_score(const fs_op_args *a, const fs_row_desc *d, int64_t row, int64_t v)
+{
+    return score_token(a, d, row, v);
 }
 
 /* ---- the same scan over any record type ----------------------------------

@@ -3,6 +3,7 @@
 #define FS_CPU_SCAN_H
 
 #include "backend.h"
+#include "filter_finalize.h"
 #include "record.h"
 
 #include <stddef.h>
@@ -34,5 +35,24 @@ typedef struct fs_cpu_scan_sink {
 void fs_cpu_scan_rows(const fs_op_args *a, const void *descs, size_t desc_bytes,
                       const fs_cpu_scan_sink *sink, int64_t tile, uint32_t faults,
                       void *tile_recs, void *row_recs, void *scratch);
+
+/* The candidate records of the filters (filter_record.h) that a scan builds
+ * beside tile_recs / row_recs for the rows whose fdescs[r].active is set:
+ * tile[rows] per tile, row[rows] merged, at most cap candidates each. */
+typedef struct fs_cpu_filter_recs {
+    const fs_filter_desc *fdescs;
+    fs_filter_record *tile;
+    fs_filter_record *row;
+    int cap;
+} fs_cpu_filter_recs;
+
+/* fs_cpu_scan, also building f's candidate records. */
+void fs_cpu_scan_filtered(const fs_op_args *a, const fs_row_desc *descs, int64_t tile,
+                          uint32_t faults, fs_record *tile_recs, fs_record *row_recs,
+                          const fs_cpu_filter_recs *f, void *scratch);
+
+/* Score of local token v of `row` exactly as the scan computes it (-inf when
+ * the mask disallows it), for passes that revisit a row. */
+float fs_cpu_score(const fs_op_args *a, const fs_row_desc *d, int64_t row, int64_t v);
 
 #endif

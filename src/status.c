@@ -34,6 +34,7 @@ const char *fs_row_status_string(int32_t row_status)
     case FS_ROW_NONFINITE: return "an allowed token's logit is NaN or +inf";
     case FS_ROW_ALL_MASKED: return "every token of the row is masked";
     case FS_ROW_BAD_TREE: return "the draft tree is malformed or exceeds max_depth / max_children";
+    case FS_ROW_BAD_FILTER: return "top_k, top_p or min_p is out of range or NaN";
     }
     return "unknown row status";
 }

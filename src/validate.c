@@ -1,6 +1,7 @@
 /* Host-side argument validation shared by every public op. */
 #include <stdint.h>
 
+#include "filter_check.h"
 #include "philox.h"
 #include "validate.h"
 
@@ -83,7 +84,7 @@ fs_status fs_check_sampling(fs_context *ctx, const char *fn, const fs_sampling *
         return fs_fail(ctx, FS_ERR_NULL_POINTER, "%s: params->temperature is NULL", fn);
     if (!params->seed)
         return fs_fail(ctx, FS_ERR_NULL_POINTER, "%s: params->seed is NULL", fn);
-    return FS_OK;
+    return fs_check_filter_backend(ctx, fn, params);
 }
 
 fs_status fs_check_drafts(fs_context *ctx, const char *fn, const fs_drafts *d, fs_op_args *a)

@@ -4,7 +4,9 @@
  *    right fs_row_status and sentinels on those rows, the other rows equal the
  *    CPU context's, and the call returns FS_OK (a CUDA context cannot know);
  *  - host-visible problems (NULL pointers, too-small workspace) return an
- *    error and leave the (poisoned) outputs untouched.
+ *    error and leave the (poisoned) outputs untouched;
+ *  - top-k / top-p / min-p, not implemented on CUDA yet, fail the call with
+ *    FS_ERR_UNSUPPORTED before any work, nothing written.
  * Without a GPU, only the no-device behaviour of context creation is checked
  * (then the test is skipped). */
 #include "gpu_util.h"
@@ -366,6 +368,93 @@ static void test_host_errors(void **state)
     fs_context_destroy(gpu);
 }
 
+/* Any filter field set (even one array) fails sample and verify, fused and
+ * over logits, with FS_ERR_UNSUPPORTED and a message naming the filters;
+ * nothing is written, the fallback output included. */
+static void test_filters_unsupported(void **state)
+{
+    (void)state;
+    fs_context *gpu = gt_gpu_ctx();
+    const int64_t R = 4;
+    float temp[4] = {1, 1, 0, 1}, topp[4] = {0.9f, 0.9f, 0.9f, 0.9f};
+    float minp[4] = {0.1f, 0.1f, 0.1f, 0.1f};
+    uint64_t seed[4] = {1, 2, 3, 4};
+    int32_t topk[4] = {5, 5, 5, 5};
+    void *w = gt_dup(g_w, sizeof(uint16_t) * V * D), *h = gt_dup(g_h, sizeof(uint16_t) * R * D);
+    void *l = gt_dup(g_logits, sizeof(float) * R * V);
+    fs_lm_head head = {w, V, D, FS_DTYPE_BF16};
+    fs_sampling base = {gt_dup(temp, sizeof temp), gt_dup(seed, sizeof seed), NULL, NULL, NULL};
+    int32_t *d_k = gt_dup(topk, sizeof topk);
+    float *d_p = gt_dup(topp, sizeof topp), *d_mp = gt_dup(minp, sizeof minp);
+    const size_t out_bytes = 64;
+    int32_t *tok = gt_dmalloc(out_bytes), *st = gt_dmalloc(out_bytes), *nem = gt_dmalloc(out_bytes);
+    int32_t *fb = gt_dmalloc(out_bytes);
+    float *val = gt_dmalloc(out_bytes);
+    int32_t offsets[5] = {0, 0, 0, 0, 0};
+    fs_drafts dr = {R, 0, 2, NULL, gt_dup(offsets, sizeof offsets)};
+    size_t need = 0, vneed = 0;
+    GT_FS(gpu, fs_sample_workspace_size(gpu, R, V, &need));
+    GT_FS(gpu, fs_verify_workspace_size(gpu, R, 0, V, &vneed));
+    void *ws = gt_dmalloc(need), *vws = gt_dmalloc(vneed);
+    for (int field = 0; field < 4; ++field)
+        for (int op = 0; op < 4; ++op) {
+            fs_sampling p = base;
+            if (field == 0)
+                p.top_k = d_k;
+            else if (field == 1)
+                p.top_p = d_p;
+            else if (field == 2)
+                p.min_p = d_mp;
+            else
+                p.out_filter_fallback = fb;
+            void *bufs[5] = {tok, st, nem, val, fb};
+            for (int b = 0; b < 5; ++b)
+                GT_CUDA(cudaMemset(bufs[b], 0xA5, out_bytes));
+            GT_CUDA(cudaDeviceSynchronize());
+            fs_status s;
+            if (op == 0)
+                s = fs_sample(gpu, &head, h, R, &p, ws, need, tok, val, st);
+            else if (op == 1)
+                s = fs_sample_logits(gpu, l, FS_DTYPE_F32, R, V, &p, ws, need, tok, val, st);
+            else if (op == 2)
+                s = fs_verify(gpu, &head, h, &dr, &p, vws, vneed, tok, nem, val, st);
+            else
+                s = fs_verify_logits(gpu, l, FS_DTYPE_F32, V, &dr, &p, vws, vneed, tok, nem, val,
+                                     st);
+            if (s != FS_ERR_UNSUPPORTED)
+                fail_msg("filter field %d, op %d: %s, expected FS_ERR_UNSUPPORTED", field, op,
+                         fs_status_string(s));
+            assert_non_null(strstr(fs_context_last_error(gpu), "top-k / top-p / min-p"));
+            GT_CUDA(cudaDeviceSynchronize());
+            unsigned char hb[64];
+            for (int b = 0; b < 5; ++b) {
+                gt_down(hb, bufs[b], out_bytes);
+                if (!all_bytes(hb, out_bytes, 0xA5))
+                    fail_msg("filter field %d, op %d: output %d was written", field, op, b);
+            }
+        }
+    /* without the filter fields the same call runs */
+    GT_FS(gpu, fs_sample(gpu, &head, h, R, &base, ws, need, tok, val, st));
+    GT_CUDA(cudaDeviceSynchronize());
+    gt_dfree(w);
+    gt_dfree(h);
+    gt_dfree(l);
+    gt_dfree(base.temperature);
+    gt_dfree(base.seed);
+    gt_dfree(d_k);
+    gt_dfree(d_p);
+    gt_dfree(d_mp);
+    gt_dfree(tok);
+    gt_dfree(st);
+    gt_dfree(nem);
+    gt_dfree(fb);
+    gt_dfree(val);
+    gt_dfree(dr.draft_offsets);
+    gt_dfree(ws);
+    gt_dfree(vws);
+    fs_context_destroy(gpu);
+}
+
 static void test_bad_ordinal(void **state)
 {
     (void)state;
@@ -393,7 +482,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sample_rows),     cmocka_unit_test(test_argmax_rows),
         cmocka_unit_test(test_verify_requests), cmocka_unit_test(test_host_errors),
-        cmocka_unit_test(test_bad_ordinal),
+        cmocka_unit_test(test_bad_ordinal),     cmocka_unit_test(test_filters_unsupported),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

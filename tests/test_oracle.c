@@ -100,6 +100,7 @@ typedef struct params {
 static void make_params(params *pp, int64_t requests, int64_t rows, int64_t V, int bias,
                         int mask, uint64_t seed)
 {
+    memset(pp, 0, sizeof *pp);
     fst_rng r;
     fst_rng_seed(&r, seed);
     pp->T = malloc(sizeof(float) * (size_t)requests);

@@ -397,5 +397,7 @@ int fst_reset_hooks(void **state)
     (void)state;
     fs_cpu_set_tile_size(0);
     fs_cpu_set_faults(FS_FAULT_NONE);
+    fs_cpu_set_filter_candidates(0);
+    fs_cpu_set_filter_second_pass(0);
     return 0;
 }

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "filter_ref.h"
+
 enum { CHUNK = 4096 };
 
 static uint64_t mix(uint64_t z)
@@ -42,6 +44,33 @@ void stat_softmax(const float *l, const float *b, const uint32_t *allowed, int64
         p[v] /= z;
 }
 
+int stat_softmax_filtered(const float *l, const float *b, const uint32_t *allowed, int64_t V,
+                          double T, int32_t top_k, float top_p, float min_p, double *p)
+{
+    stat_softmax(l, b, allowed, V, T, p);
+    ref_filter f = {top_k, top_p > 0.0f ? top_p : 1.0, min_p};
+    double *s = malloc(sizeof(double) * (size_t)V);
+    unsigned char *wide = malloc((size_t)V), *narrow = malloc((size_t)V);
+    for (int64_t v = 0; v < V; ++v)
+        s[v] = fst_allowed(allowed, v) ? ((double)l[v] + (b ? (double)b[v] : 0.0)) / T : -INFINITY;
+    ref_filter_keep(s, V, &f, 1.0, wide);
+    ref_filter_keep(s, V, &f, -1.0, narrow);
+    int decided = 1;
+    double z = 0.0;
+    for (int64_t v = 0; v < V; ++v) {
+        decided &= wide[v] == narrow[v];
+        if (!narrow[v])
+            p[v] = 0.0;
+        z += p[v];
+    }
+    for (int64_t v = 0; v < V; ++v)
+        p[v] /= z;
+    free(s);
+    free(wide);
+    free(narrow);
+    return decided;
+}
+
 void stat_set_prob(float *l, const uint32_t *allowed, int64_t V, int32_t x, double q, double T)
 {
     /* exp(l_x / T) / (exp(l_x / T) + S) = q  =>  l_x = T log(q S / (1 - q)) */
@@ -74,6 +103,8 @@ fs_status stat_sample_counts(fs_context *ctx, const stat_row *row, uint64_t seed
     float *T = malloc(sizeof(float) * (size_t)chunk);
     uint64_t *sd = malloc(sizeof(uint64_t) * (size_t)chunk), *of = malloc(sizeof(uint64_t) * (size_t)chunk);
     int32_t *tok = malloc(sizeof(int32_t) * (size_t)chunk), *st = malloc(sizeof(int32_t) * (size_t)chunk);
+    int32_t *ks = malloc(sizeof(int32_t) * (size_t)chunk);
+    float *ps = malloc(sizeof(float) * (size_t)chunk), *mps = malloc(sizeof(float) * (size_t)chunk);
     void *one = fst_pack(row->logits, (size_t)V, row->dt);
     for (int64_t i = 0; i < chunk; ++i) {
         memcpy(lg + es * (size_t)(i * V), one, es * (size_t)V);
@@ -82,6 +113,9 @@ fs_status stat_sample_counts(fs_context *ctx, const stat_row *row, uint64_t seed
         if (al)
             memcpy(al + i * W, row->allowed, sizeof(uint32_t) * (size_t)W);
         T[i] = row->T;
+        ks[i] = row->top_k;
+        ps[i] = row->top_p > 0.0f ? row->top_p : 1.0f;
+        mps[i] = row->min_p;
     }
     free(one);
     fs_status result = FS_OK;
@@ -92,6 +126,11 @@ fs_status stat_sample_counts(fs_context *ctx, const stat_row *row, uint64_t seed
             of[i] = stat_offset(seed, done + i);
         }
         fs_sampling p = {T, sd, of, bias, al};
+        if (row->top_k || row->top_p > 0.0f || row->min_p > 0.0f) {
+            p.top_k = ks;
+            p.top_p = ps;
+            p.min_p = mps;
+        }
         result = fst_sample_logits(ctx, lg, row->dt, m, V, &p, tok, NULL, st);
         for (int64_t i = 0; i < m && result == FS_OK; ++i)
             if (tok[i] >= 0 && tok[i] < V)
@@ -107,15 +146,20 @@ fs_status stat_sample_counts(fs_context *ctx, const stat_row *row, uint64_t seed
     free(of);
     free(tok);
     free(st);
+    free(ks);
+    free(ps);
+    free(mps);
     return result;
 }
 
-void stat_sample_expected(const stat_row *row, double *prob)
+int stat_sample_expected(const stat_row *row, double *prob)
 {
     float *l = malloc(sizeof(float) * (size_t)row->V);
     widen_row(row, l);
-    stat_softmax(l, row->bias, row->allowed, row->V, row->T, prob);
+    int decided = stat_softmax_filtered(l, row->bias, row->allowed, row->V, row->T, row->top_k,
+                                        row->top_p, row->min_p, prob);
     free(l);
+    return decided;
 }
 
 fs_status stat_verify_counts(fs_context *ctx, const stat_verify *vp, uint64_t seed, int64_t draws,
@@ -131,6 +175,8 @@ fs_status stat_verify_counts(fs_context *ctx, const stat_verify *vp, uint64_t se
     uint64_t *sd = malloc(sizeof(uint64_t) * (size_t)chunk), *of = malloc(sizeof(uint64_t) * (size_t)chunk);
     int32_t *tok = malloc(sizeof(int32_t) * (size_t)(chunk * per));
     int32_t *nem = malloc(sizeof(int32_t) * (size_t)chunk), *st = malloc(sizeof(int32_t) * (size_t)chunk);
+    int32_t *ks = malloc(sizeof(int32_t) * (size_t)chunk);
+    float *ps = malloc(sizeof(float) * (size_t)chunk), *mps = malloc(sizeof(float) * (size_t)chunk);
     for (int64_t i = 0; i < chunk; ++i) {
         memcpy(lg + i * per * V, vp->rows, sizeof(float) * (size_t)(per * V));
         if (al)
@@ -138,6 +184,9 @@ fs_status stat_verify_counts(fs_context *ctx, const stat_verify *vp, uint64_t se
         memcpy(dt + i * n, vp->x, sizeof(int32_t) * (size_t)n);
         offs[i] = (int32_t)(i * n);
         T[i] = vp->T;
+        ks[i] = vp->top_k;
+        ps[i] = vp->top_p > 0.0f ? vp->top_p : 1.0f;
+        mps[i] = vp->min_p;
     }
     offs[chunk] = (int32_t)(chunk * n);
     fs_status result = FS_OK;
@@ -149,6 +198,11 @@ fs_status stat_verify_counts(fs_context *ctx, const stat_verify *vp, uint64_t se
         }
         fs_drafts d = {m, m * n, n, dt, offs}; /* offs[i] = i * n: a prefix is a layout */
         fs_sampling p = {T, sd, of, NULL, al};
+        if (vp->top_k || vp->top_p > 0.0f || vp->min_p > 0.0f) {
+            p.top_k = ks;
+            p.top_p = ps;
+            p.min_p = mps;
+        }
         result = fst_verify_logits(ctx, lg, FS_DTYPE_F32, V, &d, &p, tok, nem, NULL, st);
         for (int64_t i = 0; i < m && result == FS_OK; ++i) {
             int32_t e = nem[i];
@@ -175,17 +229,22 @@ fs_status stat_verify_counts(fs_context *ctx, const stat_verify *vp, uint64_t se
     free(tok);
     free(nem);
     free(st);
+    free(ks);
+    free(ps);
+    free(mps);
     return result;
 }
 
-void stat_verify_expected(const stat_verify *vp, double *prob)
+int stat_verify_expected(const stat_verify *vp, double *prob)
 {
     int64_t V = vp->V, n = vp->n, W = fst_mask_words(V);
     double *p = malloc(sizeof(double) * (size_t)V);
     double reach = 1.0; /* P(first k drafts accepted) */
+    int decided = 1;
     for (int64_t k = 0; k <= n; ++k) {
-        stat_softmax(vp->rows + k * V, NULL, vp->allowed ? vp->allowed + k * W : NULL, V, vp->T,
-                     p);
+        decided &= stat_softmax_filtered(vp->rows + k * V, NULL,
+                                         vp->allowed ? vp->allowed + k * W : NULL, V, vp->T,
+                                         vp->top_k, vp->top_p, vp->min_p, p);
         double *cell = prob + k * V;
         if (k == n) {
             for (int64_t t = 0; t < V; ++t)
@@ -203,4 +262,5 @@ void stat_verify_expected(const stat_verify *vp, double *prob)
         reach *= px;
     }
     free(p);
+    return decided;
 }

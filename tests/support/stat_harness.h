@@ -20,7 +20,8 @@ uint64_t stat_offset(uint64_t base, int64_t i);
 
 /* One row's logits [V] (f32), optional bias [V] and allowed mask [ceil(V/32)],
  * drawn n times with fs_sample_logits (dtype dt: the logits are rounded to it
- * first; expected probabilities are computed from the rounded values). */
+ * first; expected probabilities are computed from the rounded values), with
+ * optional filters (top_k 0, top_p 0 or 1, min_p 0: off). */
 typedef struct stat_row {
     int64_t V;
     const float *logits;
@@ -28,22 +29,32 @@ typedef struct stat_row {
     const uint32_t *allowed;
     float T;
     fs_dtype dt;
+    int32_t top_k;
+    float top_p;
+    float min_p;
 } stat_row;
 
 /* counts[V] += the tokens of n draws; returns the first non-OK status. */
 fs_status stat_sample_counts(fs_context *ctx, const stat_row *row, uint64_t seed, int64_t n,
                              uint64_t *counts);
-/* prob[V] = softmax((l + b) / T) over the allowed set, in double. */
-void stat_sample_expected(const stat_row *row, double *prob);
+/* prob[V] = softmax((l + b) / T) over the allowed set and, with filters,
+ * the kept set of filter_ref.h, in double.  Returns 0 when the filters'
+ * decision is within float rounding of flipping (the law is then not
+ * pinned down: choose another row), 1 otherwise. */
+int stat_sample_expected(const stat_row *row, double *prob);
 
 /* A verify problem: n drafts x[n] and n + 1 target rows [(n + 1) * V] (f32),
- * optional allowed masks per row, one temperature. */
+ * optional allowed masks per row, one temperature, optional filters (as
+ * stat_row's). */
 typedef struct stat_verify {
     int64_t V, n;
     const float *rows;
     const uint32_t *allowed; /* [(n + 1) * ceil(V/32)] or NULL */
     const int32_t *x;
     float T;
+    int32_t top_k;
+    float top_p;
+    float min_p;
 } stat_verify;
 
 /* counts[(n + 1) * V]: cell k * V + t = "exactly k drafts accepted, then t
@@ -52,12 +63,19 @@ typedef struct stat_verify {
 fs_status stat_verify_counts(fs_context *ctx, const stat_verify *vp, uint64_t seed, int64_t draws,
                              uint64_t *counts, uint64_t *malformed);
 /* P(accept exactly k, emit t) = prod_{j<k} p_j(x_j) *
- *   (k < n ? (1 - p_k(x_k)) r_k(t), r_k = p_k without x_k renormalised : p_n(t)). */
-void stat_verify_expected(const stat_verify *vp, double *prob);
+ *   (k < n ? (1 - p_k(x_k)) r_k(t), r_k = p_k without x_k renormalised : p_n(t)),
+ * p_j the filtered target of row j.  Returns 0 when a row's filter decision
+ * is within float rounding of flipping, 1 otherwise. */
+int stat_verify_expected(const stat_verify *vp, double *prob);
 
 /* softmax((l + b) / T) over allowed of one row, in double (T > 0). */
 void stat_softmax(const float *l, const float *b, const uint32_t *allowed, int64_t V, double T,
                   double *p);
+
+/* The same restricted to the kept set of the filters (filter_ref.h);
+ * returns 0 when their decision is within float rounding of flipping. */
+int stat_softmax_filtered(const float *l, const float *b, const uint32_t *allowed, int64_t V,
+                          double T, int32_t top_k, float top_p, float min_p, double *p);
 
 /* Logit that gives token x probability q in row l (at temperature T, others
  * fixed, x allowed): sets l[x]. */

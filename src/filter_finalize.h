@@ -1,0 +1,187 @@
+/* The filters' decisions over merged records: parameter checks, per-row
+ * filter descriptors, the one-pass resolution of a row's kept set from its
+ * candidates, and the kept record -- the record the row would have with
+ * every token outside the kept set masked -- that the unchanged finalizers
+ * (finalize.h) then read.  docs/design-filters.md has the algorithm and the
+ * exactness argument.
+ *
+ * Shared by the CPU backend and (marked FS_HD for) the CUDA kernels. */
+#ifndef FS_FILTER_FINALIZE_H
+#define FS_FILTER_FINALIZE_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "filter_record.h"
+#include "flashspec.h"
+#include "fs_hd.h"
+#include "record.h"
+
+/* Row status of one request's filter parameters (NULL arrays are off). */
+FS_HD int32_t fs_filter_status(const int32_t *top_k, const float *top_p, const float *min_p,
+                               int64_t r)
+{
+    if (top_k && top_k[r] < 0)
+        return FS_ROW_BAD_FILTER;
+    if (top_p && !(top_p[r] > 0.0f && top_p[r] <= 1.0f))
+        return FS_ROW_BAD_FILTER;
+    if (min_p && !(min_p[r] >= 0.0f && min_p[r] < 1.0f))
+        return FS_ROW_BAD_FILTER;
+    return FS_ROW_OK;
+}
+
+/* What the scan and the finalizer need to know about a row's filters. */
+typedef struct fs_filter_desc {
+    int32_t top_k;   /* 0: off */
+    float top_p;     /* 1: off */
+    float log_min_p; /* -inf: off */
+    uint32_t active; /* some filter is on and the row samples (not greedy) */
+} fs_filter_desc;
+
+/* Descriptor of a row of request r whose parameters passed fs_filter_status;
+ * greedy rows never filter (the argmax survives every filter). */
+FS_HD fs_filter_desc fs_filter_desc_make(const int32_t *top_k, const float *top_p,
+                                         const float *min_p, int64_t r, int64_t global_vocab,
+                                         const fs_row_desc *d)
+{
+    fs_filter_desc f;
+    int32_t k = top_k ? top_k[r] : 0;
+    float p = top_p ? top_p[r] : 1.0f;
+    float mp = min_p ? min_p[r] : 0.0f;
+    f.top_k = k > 0 && (int64_t)k < global_vocab ? k : 0;
+    f.top_p = p < 1.0f ? p : 1.0f;
+    f.log_min_p = mp > 0.0f ? logf(mp) : -INFINITY;
+    f.active = (d->flags & FS_ROWF_VALID) && !(d->flags & FS_ROWF_GREEDY) &&
+               (f.top_k > 0 || f.top_p < 1.0f || mp > 0.0f);
+    return f;
+}
+
+/* A resolved kept set: the finite scores s with s >= threshold and
+ * s - max_s >= log_min_p (an upper set of scores). */
+typedef struct fs_filter_cut {
+    float threshold;
+    float max_s;
+    float log_min_p;
+} fs_filter_cut;
+
+FS_HD int fs_filter_keeps(const fs_filter_cut *c, float s)
+{
+    return s > -INFINITY && s < INFINITY && s >= c->threshold && s - c->max_s >= c->log_min_p;
+}
+
+enum fs_filter_path {
+    FS_FILTER_ONE_PASS = 0,   /* resolved from the record: *cut is set */
+    FS_FILTER_SECOND_PASS = 1 /* the kept set needs tokens outside the candidates */
+};
+
+/* Resolve a row's kept set from its merged record r and candidates f (cut
+ * holds at most `cap` candidates; `cap` is FS_FILTER_CANDIDATES outside
+ * tests).  Walks the tie groups of the candidates from the top; each filter's
+ * test is monotone in the score, so the first group a filter rejects ends the
+ * kept set for the non-candidates too (they score at most the last
+ * candidate).  Returns FS_FILTER_SECOND_PASS when a needed group may continue
+ * past the candidates, or top-p's decision depends on the part of the top-k
+ * mass Z_k that lies outside them. */
+FS_HD int fs_filter_resolve(const fs_record *r, const fs_filter_record *f,
+                            const fs_filter_desc *fd, fs_filter_cut *cut)
+{
+    const int n = f->n;
+    const int complete = f->count <= n;
+    const float m = r->max_s;
+    const int32_t k = fd->top_k > 0 && fd->top_k < f->count ? fd->top_k : 0;
+    /* the top-k set as a candidate prefix [0, nk), or -1 when it runs past
+       the candidates */
+    int nk = complete ? n : -1;
+    if (k > 0 && k <= n) {
+        int j = k;
+        while (j < n && f->s[j] == f->s[k - 1])
+            ++j;
+        nk = j < n || complete ? j : -1;
+    } else if (k > 0) {
+        nk = -1;
+    }
+    /* its mass Z_k relative to m: exact, or bounded by the candidates' mass
+       and the row's when the set runs past them */
+    float z_lo, z_hi;
+    if (k == 0) {
+        z_lo = z_hi = r->sum_exp;
+    } else {
+        const int upto = nk >= 0 ? nk : n;
+        float z = 0.0f;
+        for (int i = 0; i < upto; ++i)
+            z += fs_exp(f->s[i] - m);
+        z_lo = z;
+        z_hi = nk >= 0 ? z : r->sum_exp;
+    }
+    const int limit = nk >= 0 ? nk : n;
+    float before = 0.0f; /* mass of the groups kept so far */
+    int i = 0;
+    while (i < limit) {
+        const float v = f->s[i];
+        if (!(v - m >= fd->log_min_p))
+            break;
+        if (fd->top_p < 1.0f) {
+            if (before >= fd->top_p * z_hi)
+                break;
+            if (before >= fd->top_p * z_lo)
+                return FS_FILTER_SECOND_PASS;
+        }
+        int j = i + 1;
+        float w = fs_exp(v - m);
+        while (j < n && f->s[j] == v) {
+            w += fs_exp(f->s[j] - m);
+            ++j;
+        }
+        before += w;
+        i = j;
+    }
+    /* kept up to the end of an incomplete list: the last group, and the kept
+       set, may continue past the candidates (when nk >= 0 the walk ends
+       inside the list or the list is complete) */
+    if (i == 0 || (i == limit && nk < 0))
+        return FS_FILTER_SECOND_PASS;
+    cut->threshold = f->s[i - 1];
+    cut->max_s = m;
+    cut->log_min_p = fd->log_min_p;
+    return FS_FILTER_ONE_PASS;
+}
+
+/* The kept record of a resolved row: its kept candidates pushed block by
+ * block, in ascending id order, through fs_record_push_block with every other
+ * token of the block at -inf -- exactly what a scan of the row under the mask
+ * "allowed and kept" computes, with the same noise (for a verify row the
+ * excluded draft still counts in the log-sum-exp only). */
+FS_HD void fs_filter_kept_record(const fs_filter_record *f, const fs_filter_cut *c,
+                                 const fs_row_desc *d, fs_record *out)
+{
+    int32_t ids[FS_FILTER_CANDIDATES];
+    float ss[FS_FILTER_CANDIDATES];
+    int m = 0;
+    for (int i = 0; i < f->n; ++i) {
+        if (!fs_filter_keeps(c, f->s[i]))
+            continue;
+        int j = m++;
+        while (j > 0 && ids[j - 1] > f->id[i]) {
+            ids[j] = ids[j - 1];
+            ss[j] = ss[j - 1];
+            --j;
+        }
+        ids[j] = f->id[i];
+        ss[j] = f->s[i];
+    }
+    fs_record_init(out);
+    int i = 0;
+    while (i < m) {
+        const int32_t block = ids[i] / FS_NOISE_BLOCK;
+        float v[FS_NOISE_BLOCK];
+        for (int t = 0; t < FS_NOISE_BLOCK; ++t)
+            v[t] = -INFINITY;
+        while (i < m && ids[i] / FS_NOISE_BLOCK == block) {
+            v[ids[i] % FS_NOISE_BLOCK] = ss[i];
+            ++i;
+        }
+        fs_record_push_block(out, d, block * FS_NOISE_BLOCK, FS_NOISE_BLOCK, v);
+    }
+}
+
+#endif
