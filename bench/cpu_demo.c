@@ -110,7 +110,7 @@ int main(void)
         temp[r] = 0.8f;
         seed[r] = 1000 + (uint64_t)r;
     }
-    fs_sampling sp = {temp, seed, NULL, NULL, NULL};
+    fs_sampling sp = {.temperature = temp, .seed = seed};
     size_t ws_bytes = 0, need;
     check(ctx, fs_sample_workspace_size(ctx, ROWS, V, &need), "workspace");
     ws_bytes = need;
@@ -142,7 +142,7 @@ int main(void)
     t0 = now_ms();
     for (int c = 0; c < FREQ_CALLS; ++c) {
         uint64_t s = 77 + (uint64_t)c;
-        fs_sampling one = {temp, &s, NULL, NULL, NULL};
+        fs_sampling one = {.temperature = temp, .seed = &s};
         check(ctx, fs_sample(ctx, &head, h, 1, &one, ws, ws_bytes, tok, NULL, st), "fs_sample");
         count += tok[0] == top;
     }
@@ -181,7 +181,7 @@ int main(void)
         vt[r] = 1.0f;
         vs[r] = 5000 + (uint64_t)r;
     }
-    fs_sampling vp = {vt, vs, NULL, NULL, NULL};
+    fs_sampling vp = {.temperature = vt, .seed = vs};
     fs_drafts dr = {REQUESTS, REQUESTS * DRAFTS, DRAFTS, drafts, offsets};
     int32_t out[REQUESTS * (DRAFTS + 1)], emitted[REQUESTS], rst[REQUESTS];
     float olp[REQUESTS * (DRAFTS + 1)];
