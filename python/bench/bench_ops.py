@@ -16,6 +16,13 @@ region, CUDA events around each call, median of --reps after --warmup.
 It also prints the host time of one Python call (no flush, no sync): as long
 as it stays below the GPU time, the Python layer adds nothing to the
 measured op.
+
+--preheat N runs N cuBLAS matmuls (hidden @ W.T, bf16) before each measured
+op, as the C benchmark does by timing its cuBLAS baselines (3 x 55 calls
+for sample, 2 x 55 for verify) just before the fused op: at 320 rows the
+chip sits at its power cap and a GPU that was busy a moment before runs the
+op measurably slower than one that was idle (H100: fs_sample at 320 rows
+0.78 ms after an idle moment, 0.83-0.88 ms in the C benchmark's sequence).
 """
 import argparse
 import csv
@@ -108,6 +115,8 @@ def main():
     ap.add_argument("--drafts", type=int, default=4, help="K, drafts per request")
     ap.add_argument("--reps", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--preheat", type=int, default=0,
+                    help="cuBLAS matmuls run before each measured op (C benchmark: 165 / 110)")
     ap.add_argument("--c-csv", default=None, help="flashspec_bench --csv output to compare with")
     ap.add_argument("--csv", default=None, help="write the results here")
     args = ap.parse_args()
@@ -129,12 +138,15 @@ def main():
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
     print(f"# flashspec Python entry, {name}, V={v} D={d} bf16, "
           f"median of {args.reps} after {args.warmup} warm-up"
-          + (", L2 flushed before each call" if device.type == "cuda" else ""))
+          + (", L2 flushed before each call" if device.type == "cuda" else "")
+          + (f", {args.preheat} cuBLAS matmuls before each op" if args.preheat else ""))
     print(f"{'op':7} {'rows':>5} {'reqs':>5} {'median_ms':>10} {'p10_ms':>8} {'p90_ms':>8} "
           f"{'host_us':>8} {'C_ms':>8} {'py/C':>6}")
     results = []
 
     def report(op, rows, reqs, fn):
+        for _ in range(args.preheat):
+            torch.matmul(hidden[:rows], w.T)
         med, p10, p90 = timer.time(fn)
         host = timer.host_us(fn)
         c = c_ref.get((op, v, d, rows, reqs))
