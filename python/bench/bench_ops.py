@@ -80,7 +80,7 @@ class Timer:
             torch.cuda.synchronize(self.device)
             ms = [s.elapsed_time(e) for s, e in self.events]
         ms.sort()
-        q = statistics.quantiles(ms, n=10) if len(ms) > 1 else [ms[0]] * 9
+        q = statistics.quantiles(ms, n=10, method="inclusive") if len(ms) > 1 else [ms[0]] * 9
         return statistics.median(ms), q[0], q[-1]
 
     def host_us(self, fn, n=20):
