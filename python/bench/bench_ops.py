@@ -16,6 +16,17 @@ region, CUDA events around each call, median of --reps after --warmup.
 It also prints the host time of one Python call (no flush, no sync): as long
 as it stays below the GPU time, the Python layer adds nothing to the
 measured op.
+
+What ran just before matters at 320 rows, where the chip sits at its power
+cap: a GPU that was busy a moment before runs the op slower than one that
+was idle (H100, fs_sample at 320 rows: 0.78 ms after an idle moment,
+0.83-0.88 ms in the C benchmark's sequence, 0.94 ms after 165 back-to-back
+matmuls).  --like-c reproduces the C benchmark's sequence: before each
+fused op it times the cuBLAS matmul (torch.matmul, hidden @ W.T) the same
+way, as many times as the C benchmark runs baselines first (3 for sample:
+matmul, +gumbel, +softmax+multinomial; 2 for verify: matmul, materialised
+verify), and prints the matmul's median; --preheat N instead runs N
+untimed matmuls back to back.
 """
 import argparse
 import csv
@@ -69,7 +80,7 @@ class Timer:
             torch.cuda.synchronize(self.device)
             ms = [s.elapsed_time(e) for s, e in self.events]
         ms.sort()
-        q = statistics.quantiles(ms, n=10) if len(ms) > 1 else [ms[0]] * 9
+        q = statistics.quantiles(ms, n=10, method="inclusive") if len(ms) > 1 else [ms[0]] * 9
         return statistics.median(ms), q[0], q[-1]
 
     def host_us(self, fn, n=20):
@@ -108,6 +119,10 @@ def main():
     ap.add_argument("--drafts", type=int, default=4, help="K, drafts per request")
     ap.add_argument("--reps", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--preheat", type=int, default=0,
+                    help="cuBLAS matmuls run before each measured op (C benchmark: 165 / 110)")
+    ap.add_argument("--like-c", action="store_true",
+                    help="time cuBLAS matmuls before each op, as the C benchmark's baselines")
     ap.add_argument("--c-csv", default=None, help="flashspec_bench --csv output to compare with")
     ap.add_argument("--csv", default=None, help="write the results here")
     args = ap.parse_args()
@@ -129,21 +144,30 @@ def main():
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
     print(f"# flashspec Python entry, {name}, V={v} D={d} bf16, "
           f"median of {args.reps} after {args.warmup} warm-up"
-          + (", L2 flushed before each call" if device.type == "cuda" else ""))
+          + (", L2 flushed before each call" if device.type == "cuda" else "")
+          + (f", {args.preheat} cuBLAS matmuls before each op" if args.preheat else "")
+          + (", cuBLAS matmul timed before each op (as the C benchmark)" if args.like_c else ""))
     print(f"{'op':7} {'rows':>5} {'reqs':>5} {'median_ms':>10} {'p10_ms':>8} {'p90_ms':>8} "
-          f"{'host_us':>8} {'C_ms':>8} {'py/C':>6}")
+          f"{'host_us':>8} {'mm_ms':>7} {'C_ms':>8} {'py/C':>6}")
     results = []
 
     def report(op, rows, reqs, fn):
+        mm = float("nan")
+        if args.like_c:
+            for _ in range(3 if op == "sample" else 2):
+                t = timer.time(lambda: torch.matmul(hidden[:rows], w.T))[0]
+                mm = t if mm != mm else mm
+        for _ in range(args.preheat):
+            torch.matmul(hidden[:rows], w.T)
         med, p10, p90 = timer.time(fn)
         host = timer.host_us(fn)
         c = c_ref.get((op, v, d, rows, reqs))
         ratio = f"{med / c:6.3f}" if c else f"{'-':>6}"
         c_s = f"{c:8.4f}" if c else f"{'-':>8}"
         print(f"{op:7} {rows:5d} {reqs:5d} {med:10.4f} {p10:8.4f} {p90:8.4f} {host:8.1f} "
-              f"{c_s} {ratio}", flush=True)
+              f"{mm:7.4f} {c_s} {ratio}", flush=True)
         results.append(dict(op=op, V=v, D=d, rows=rows, requests=reqs, median_ms=med,
-                            p10_ms=p10, p90_ms=p90, host_us=host, c_median_ms=c))
+                            p10_ms=p10, p90_ms=p90, host_us=host, matmul_ms=mm, c_median_ms=c))
 
     for rows in rows_list:
         h, t, s = hidden[:rows], temp[:rows], seeds[:rows]

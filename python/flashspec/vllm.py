@@ -16,7 +16,7 @@ vLLM v1 verifies speculative tokens with the layout of its SpecDecodeMetadata:
   recovered or bonus token, padded with ``PLACEHOLDER_TOKEN_ID = -1``.
 
 That is exactly flashspec's verify layout (request r owns rows
-``cu[r - 1] + r .. cu[r] + r``), so :func:`rejection_sample` is one
+``cu[r - 1] + r`` through ``cu[r] + r``, with ``cu[-1]`` read as 0), so :func:`rejection_sample` is one
 ``fs_verify_logits`` call (or one fused ``fs_verify`` from the hidden states
 and the LM head), with the bonus token sampled in the same pass instead of
 by a separate sampler call.  Only drafts without probabilities are
