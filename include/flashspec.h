@@ -205,7 +205,7 @@ typedef struct fs_sampling {
  * is materialised); out_filter_fallback, when given, gets
  * per request the number of its rows that did (sample: 0 or 1; verify:
  * 0 .. n_r + 1; 0 for bad, greedy and unfiltered rows), without any host
- * synchronisation.  docs/design-filters.md has the algorithm.
+ * synchronisation.  docs/DESIGN.md ("Sampling filters") has the algorithm.
  *
  * The CUDA backend does not implement the filters yet: a CUDA context given
  * any of top_k, top_p, min_p or out_filter_fallback fails the call with
@@ -319,7 +319,7 @@ FS_API fs_status fs_verify_logits(fs_context *ctx, const void *target_logits, fs
  * num_nodes + num_requests; logit_bias and allowed are indexed by target row.
  * SGLang's first-child / next-sibling arrays (node 0 = the root) map onto
  * this layout as node j >= 1 -> node j - 1, in the same row order
- * (docs/design-tree.md).
+ * (docs/DESIGN.md, "Tree verification").
  *
  * The walk, from the root: at a node with target distribution p (after
  * temperature, bias and mask) whose children carry tokens c_1 .. c_m, child

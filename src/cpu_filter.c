@@ -1,4 +1,4 @@
-/* The CPU backend's filters; see cpu_filter.h and docs/design-filters.md. */
+/* The CPU backend's filters; see cpu_filter.h and docs/DESIGN.md ("Sampling filters"). */
 #include "cpu_filter.h"
 
 #include <math.h>

@@ -2,7 +2,7 @@
  * filter descriptors, the one-pass resolution of a row's kept set from its
  * candidates, and the kept record -- the record the row would have with
  * every token outside the kept set masked -- that the unchanged finalizers
- * (finalize.h) then read.  docs/design-filters.md has the algorithm and the
+ * (finalize.h) then read.  docs/DESIGN.md ("Sampling filters") has the algorithm and the
  * exactness argument.
  *
  * Shared by the CPU backend and (marked FS_HD for) the CUDA kernels. */

@@ -7,7 +7,7 @@
  * tile order and vocabulary shards never change which candidates a row ends
  * with.  Every filter keeps an upper set of scores, so a row whose kept set
  * lies inside its candidates is resolved from this record alone
- * (filter_finalize.h); docs/design-filters.md has the argument.
+ * (filter_finalize.h); docs/DESIGN.md ("Sampling filters") has the argument.
  *
  * Shared by the CPU backend and (marked FS_HD for) the CUDA kernels. */
 #ifndef FS_FILTER_RECORD_H

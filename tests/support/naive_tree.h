@@ -1,5 +1,5 @@
 /* The naive materialised oracle of tree verify, in double precision, with
- * the SAME noise as the library (docs/design-tree.md):
+ * the SAME noise as the library (docs/DESIGN.md, "Tree verification"):
  *   at a node of depth d with target p (materialised from the row's logits,
  *   bias and mask) and children c_0 .. c_{m-1} in ascending node index,
  *   child k is accepted iff u_k * R <= p(c_k), where u_k = word k % 4 of the
