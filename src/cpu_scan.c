@@ -84,26 +84,25 @@ typedef struct block_buf {
     float s[FS_NOISE_BLOCK];
 } block_buf;
 
-/* frec (NULL for a row without filters) receives the block's candidates. */
-static void block_flush(block_buf *b, const fs_row_desc *d, fs_record *rec,
-                        fs_filter_record *frec, int cap)
+size_t fs_cpu_scan_scratch_bytes(int64_t rows)
 {
-    if (b->block >= 0) {
-        fs_record_push_block(rec, d, (int32_t)(b->block * FS_NOISE_BLOCK), FS_NOISE_BLOCK, b->s);
-        if (frec)
-            fs_filter_push_block(frec, (int32_t)(b->block * FS_NOISE_BLOCK), FS_NOISE_BLOCK, b->s,
-                                 cap);
-    }
+    return sizeof(block_buf) * (size_t)rows;
+}
+
+static void block_flush(const fs_cpu_scan_sink *k, int64_t r, int part, block_buf *b)
+{
+    if (b->block >= 0)
+        k->push_block(k->ctx, r, part, (int32_t)(b->block * FS_NOISE_BLOCK), b->s);
     b->block = -1;
 }
 
-static void push_token(const fs_op_args *a, const fs_row_desc *d, int64_t row, int64_t v,
-                       fs_record *rec, fs_filter_record *frec, int cap, block_buf *b)
+static void push_token(const fs_op_args *a, const fs_cpu_scan_sink *k, const fs_row_desc *d,
+                       int64_t r, int64_t v, block_buf *b)
 {
     int64_t gid = a->vocab_offset + v;
-    float s = score_token(a, d, row, v);
+    float s = score_token(a, d, r, v);
     if (gid / FS_NOISE_BLOCK != b->block) {
-        block_flush(b, d, rec, frec, cap);
+        block_flush(k, r, FS_SCAN_TILE, b);
         b->block = gid / FS_NOISE_BLOCK;
         for (int i = 0; i < FS_NOISE_BLOCK; ++i)
             b->s[i] = -INFINITY;
@@ -111,159 +110,109 @@ static void push_token(const fs_op_args *a, const fs_row_desc *d, int64_t row, i
     b->s[gid % FS_NOISE_BLOCK] = s;
 }
 
-size_t fs_cpu_scan_scratch_bytes(int64_t rows)
-{
-    return sizeof(block_buf) * (size_t)rows;
-}
-
-/* Row r's candidate records (per tile, merged), or NULL when it has no
- * filters. */
-static fs_filter_record *tile_frec(const fs_cpu_filter_recs *f, int64_t r)
-{
-    return f && f->fdescs[r].active ? &f->tile[r] : NULL;
-}
-
-static fs_filter_record *row_frec(const fs_cpu_filter_recs *f, int64_t r)
-{
-    return f && f->fdescs[r].active ? &f->row[r] : NULL;
-}
-
-static void scan(const fs_op_args *a, const fs_row_desc *descs, int64_t tile, uint32_t faults,
-                 fs_record *tile_recs, fs_record *row_recs, const fs_cpu_filter_recs *f,
-                 void *scratch)
+void fs_cpu_scan_run(const fs_op_args *a, const fs_cpu_scan_sink *k, int64_t tile,
+                     uint32_t faults, void *scratch)
 {
     int64_t rows = a->rows, vocab = a->vocab_size;
-    int cap = f ? f->cap : 0;
     block_buf *bufs = scratch;
     for (int64_t r = 0; r < rows; ++r) {
-        fs_record_init(&row_recs[r]);
+        k->init(k->ctx, r, FS_SCAN_ROW);
         bufs[r].block = -1;
-        if (row_frec(f, r))
-            fs_filter_record_init(row_frec(f, r));
     }
     for (int64_t t0 = 0; t0 < vocab; t0 += tile) {
         int64_t t1 = t0 + tile < vocab ? t0 + tile : vocab;
         if (faults & FS_FAULT_TILE_EDGE)
             --t1;
-        for (int64_t r = 0; r < rows; ++r) {
-            fs_record_init(&tile_recs[r]);
-            if (tile_frec(f, r))
-                fs_filter_record_init(tile_frec(f, r));
-        }
+        for (int64_t r = 0; r < rows; ++r)
+            k->init(k->ctx, r, FS_SCAN_TILE);
         if (a->head) {
             /* token-major: one LM-head row serves every hidden row while cached */
             for (int64_t v = t0; v < t1; ++v)
-                for (int64_t r = 0; r < rows; ++r)
-                    if (descs[r].flags & FS_ROWF_VALID)
-                        push_token(a, &descs[r], r, v, &tile_recs[r], tile_frec(f, r), cap,
-                                   &bufs[r]);
+                for (int64_t r = 0; r < rows; ++r) {
+                    const fs_row_desc *d = k->desc(k->ctx, r);
+                    if (d->flags & FS_ROWF_VALID)
+                        push_token(a, k, d, r, v, &bufs[r]);
+                }
         } else {
-            for (int64_t r = 0; r < rows; ++r)
-                if (descs[r].flags & FS_ROWF_VALID)
+            for (int64_t r = 0; r < rows; ++r) {
+                const fs_row_desc *d = k->desc(k->ctx, r);
+                if (d->flags & FS_ROWF_VALID)
                     for (int64_t v = t0; v < t1; ++v)
-                        push_token(a, &descs[r], r, v, &tile_recs[r], tile_frec(f, r), cap,
-                                   &bufs[r]);
+                        push_token(a, k, d, r, v, &bufs[r]);
+            }
         }
-        for (int64_t r = 0; r < rows; ++r) {
-            fs_record_merge(&row_recs[r], &tile_recs[r]);
-            if (row_frec(f, r))
-                fs_filter_merge(row_frec(f, r), tile_frec(f, r), cap);
-        }
+        for (int64_t r = 0; r < rows; ++r)
+            k->merge(k->ctx, r);
     }
+    /* a block still open lies across the last tile boundary: into the merged record */
     for (int64_t r = 0; r < rows; ++r)
-        block_flush(&bufs[r], &descs[r], &row_recs[r], row_frec(f, r), cap);
+        block_flush(k, r, FS_SCAN_ROW, &bufs[r]);
 }
 
-void fs_cpu_scan(const fs_op_args *a, const fs_row_desc *descs, int64_t tile, uint32_t faults,
-                 fs_record *tile_recs, fs_record *row_recs, void *scratch)
+/* ---- the fs_record sink (sample, draft argmax, verify; filters' candidates) */
+
+typedef struct plain_sink {
+    const fs_row_desc *descs;
+    fs_record *recs[2];           /* [FS_SCAN_TILE], [FS_SCAN_ROW] */
+    const fs_cpu_filter_recs *f;  /* NULL: no row has filters */
+} plain_sink;
+
+/* Row r's candidate record of that part, or NULL when it has no filters. */
+static fs_filter_record *plain_frec(const plain_sink *p, int64_t r, int part)
 {
-    scan(a, descs, tile, faults, tile_recs, row_recs, NULL, scratch);
+    if (!p->f || !p->f->fdescs[r].active)
+        return NULL;
+    return part == FS_SCAN_TILE ? &p->f->tile[r] : &p->f->row[r];
+}
+
+static const fs_row_desc *plain_desc(const void *ctx, int64_t r)
+{
+    return &((const plain_sink *)ctx)->descs[r];
+}
+
+static void plain_init(void *ctx, int64_t r, int part)
+{
+    plain_sink *p = ctx;
+    fs_record_init(&p->recs[part][r]);
+    fs_filter_record *fr = plain_frec(p, r, part);
+    if (fr)
+        fs_filter_record_init(fr);
+}
+
+static void plain_push_block(void *ctx, int64_t r, int part, int32_t id0, const float *s)
+{
+    plain_sink *p = ctx;
+    fs_record_push_block(&p->recs[part][r], &p->descs[r], id0, FS_NOISE_BLOCK, s);
+    fs_filter_record *fr = plain_frec(p, r, part);
+    if (fr)
+        fs_filter_push_block(fr, id0, FS_NOISE_BLOCK, s, p->f->cap);
+}
+
+static void plain_merge(void *ctx, int64_t r)
+{
+    plain_sink *p = ctx;
+    fs_record_merge(&p->recs[FS_SCAN_ROW][r], &p->recs[FS_SCAN_TILE][r]);
+    fs_filter_record *fr = plain_frec(p, r, FS_SCAN_ROW);
+    if (fr)
+        fs_filter_merge(fr, plain_frec(p, r, FS_SCAN_TILE), p->f->cap);
 }
 
 void fs_cpu_scan_filtered(const fs_op_args *a, const fs_row_desc *descs, int64_t tile,
                           uint32_t faults, fs_record *tile_recs, fs_record *row_recs,
                           const fs_cpu_filter_recs *f, void *scratch)
 {
-    scan(a, descs, tile, faults, tile_recs, row_recs, f, scratch);
+    plain_sink p = {descs, {tile_recs, row_recs}, f};
+    const fs_cpu_scan_sink k = {&p, plain_desc, plain_init, plain_push_block, plain_merge};
+    fs_cpu_scan_run(a, &k, tile, faults, scratch);
+}
+
+void fs_cpu_scan(const fs_op_args *a, const fs_row_desc *descs, int64_t tile, uint32_t faults,
+                 fs_record *tile_recs, fs_record *row_recs, void *scratch)
+{
+    fs_cpu_scan_filtered(a, descs, tile, faults, tile_recs, row_recs, NULL, scratch);
 }
 
 float fs_cpu_score(const fs_op_args *a, const fs_row_desc *d, int64_t row, int64_t v)
 {
     return score_token(a, d, row, v);
-}
-
-/* ---- the same scan over any record type ----------------------------------
- * fs_cpu_scan with the record operations supplied by the caller (tree
- * verify's records carry its children); tiles, block collection and merge
- * order are fs_cpu_scan's, so a row gives the same record either way.
- * (fs_cpu_scan is this scan with record.h's fs_record operations.) */
-
-static const fs_row_desc *sink_desc(const void *descs, size_t desc_bytes, int64_t r)
-{
-    return (const fs_row_desc *)((const char *)descs + (size_t)r * desc_bytes);
-}
-
-static void *sink_rec(void *recs, const fs_cpu_scan_sink *k, int64_t r)
-{
-    return (char *)recs + (size_t)r * k->rec_bytes;
-}
-
-static void sink_flush(block_buf *b, const fs_cpu_scan_sink *k, const void *desc, void *rec)
-{
-    if (b->block >= 0)
-        k->push_block(rec, desc, (int32_t)(b->block * FS_NOISE_BLOCK), b->s);
-    b->block = -1;
-}
-
-static void sink_push_token(const fs_op_args *a, const fs_cpu_scan_sink *k, const void *desc,
-                            int64_t row, int64_t v, void *rec, block_buf *b)
-{
-    int64_t gid = a->vocab_offset + v;
-    float s = score_token(a, desc, row, v);
-    if (gid / FS_NOISE_BLOCK != b->block) {
-        sink_flush(b, k, desc, rec);
-        b->block = gid / FS_NOISE_BLOCK;
-        for (int i = 0; i < FS_NOISE_BLOCK; ++i)
-            b->s[i] = -INFINITY;
-    }
-    b->s[gid % FS_NOISE_BLOCK] = s;
-}
-
-void fs_cpu_scan_rows(const fs_op_args *a, const void *descs, size_t desc_bytes,
-                      const fs_cpu_scan_sink *k, int64_t tile, uint32_t faults, void *tile_recs,
-                      void *row_recs, void *scratch)
-{
-    int64_t rows = a->rows, vocab = a->vocab_size;
-    block_buf *bufs = scratch;
-    for (int64_t r = 0; r < rows; ++r) {
-        k->init(sink_rec(row_recs, k, r));
-        bufs[r].block = -1;
-    }
-    for (int64_t t0 = 0; t0 < vocab; t0 += tile) {
-        int64_t t1 = t0 + tile < vocab ? t0 + tile : vocab;
-        if (faults & FS_FAULT_TILE_EDGE)
-            --t1;
-        for (int64_t r = 0; r < rows; ++r)
-            k->init(sink_rec(tile_recs, k, r));
-        if (a->head) {
-            /* token-major: one LM-head row serves every hidden row while cached */
-            for (int64_t v = t0; v < t1; ++v)
-                for (int64_t r = 0; r < rows; ++r) {
-                    const fs_row_desc *d = sink_desc(descs, desc_bytes, r);
-                    if (d->flags & FS_ROWF_VALID)
-                        sink_push_token(a, k, d, r, v, sink_rec(tile_recs, k, r), &bufs[r]);
-                }
-        } else {
-            for (int64_t r = 0; r < rows; ++r) {
-                const fs_row_desc *d = sink_desc(descs, desc_bytes, r);
-                if (d->flags & FS_ROWF_VALID)
-                    for (int64_t v = t0; v < t1; ++v)
-                        sink_push_token(a, k, d, r, v, sink_rec(tile_recs, k, r), &bufs[r]);
-            }
-        }
-        for (int64_t r = 0; r < rows; ++r)
-            k->merge(sink_rec(row_recs, k, r), sink_rec(tile_recs, k, r));
-    }
-    for (int64_t r = 0; r < rows; ++r)
-        sink_flush(&bufs[r], k, sink_desc(descs, desc_bytes, r), sink_rec(row_recs, k, r));
 }

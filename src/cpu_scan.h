@@ -19,22 +19,31 @@ size_t fs_cpu_scan_scratch_bytes(int64_t rows);
 void fs_cpu_scan(const fs_op_args *a, const fs_row_desc *descs, int64_t tile, uint32_t faults,
                  fs_record *tile_recs, fs_record *row_recs, void *scratch);
 
-/* Record operations of a scan over another record type (tree verify). */
+/* The scan engine's view of an op's records.  Every row has a tile record
+ * (part FS_SCAN_TILE, reset per tile) and a merged record (FS_SCAN_ROW); the
+ * sink owns them and says how to reset, push a noise block into and merge
+ * them.  Ops differ only in their sink: fs_cpu_scan_filtered's holds
+ * fs_records (and the filters' candidates), tree verify's its tree records. */
+enum fs_cpu_scan_part { FS_SCAN_TILE = 0, FS_SCAN_ROW = 1 };
+
 typedef struct fs_cpu_scan_sink {
-    size_t rec_bytes;
-    void (*init)(void *rec);
-    /* push the noise block starting at id0 (FS_NOISE_BLOCK scores, -inf
-       where no token was pushed) of the row whose descriptor is desc */
-    void (*push_block)(void *rec, const void *desc, int32_t id0, const float *s);
-    void (*merge)(void *into, const void *rec);
+    void *ctx;
+    /* row r's descriptor (validity, 1/T, excluded token) */
+    const fs_row_desc *(*desc)(const void *ctx, int64_t r);
+    void (*init)(void *ctx, int64_t r, int part);
+    /* the noise block starting at id0: FS_NOISE_BLOCK scores, -inf where no
+       token was pushed */
+    void (*push_block)(void *ctx, int64_t r, int part, int32_t id0, const float *s);
+    /* row r's tile record into its merged record */
+    void (*merge)(void *ctx, int64_t r);
 } fs_cpu_scan_sink;
 
-/* fs_cpu_scan over sink's records: descs holds a->rows descriptors of
- * desc_bytes each, every one starting with its fs_row_desc (validity, 1/T);
- * tile_recs and row_recs hold a->rows records of sink->rec_bytes each. */
-void fs_cpu_scan_rows(const fs_op_args *a, const void *descs, size_t desc_bytes,
-                      const fs_cpu_scan_sink *sink, int64_t tile, uint32_t faults,
-                      void *tile_recs, void *row_recs, void *scratch);
+/* The scan itself: every valid row of a over its vocabulary in tiles of
+ * `tile` tokens (dropping each tile's last token under FS_FAULT_TILE_EDGE),
+ * noise blocks pushed whole, tile records merged in tile order.  scratch
+ * holds fs_cpu_scan_scratch_bytes(a->rows) bytes. */
+void fs_cpu_scan_run(const fs_op_args *a, const fs_cpu_scan_sink *sink, int64_t tile,
+                     uint32_t faults, void *scratch);
 
 /* The candidate records of the filters (filter_record.h) that a scan builds
  * beside tile_recs / row_recs for the rows whose fdescs[r].active is set:

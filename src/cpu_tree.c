@@ -72,27 +72,38 @@ void fs_cpu_tree_prepare(const fs_tree_args *a, const fs_cpu_tree_ws *w)
     }
 }
 
-static void rec_init(void *rec)
+/* The scan engine's sink over tree records (cpu_scan.h). */
+static const fs_row_desc *tree_desc(const void *ctx, int64_t r)
 {
-    fs_tree_record_init(rec);
+    return &((const fs_cpu_tree_ws *)ctx)->rows[r].base;
 }
 
-static void rec_push_block(void *rec, const void *desc, int32_t id0, const float *s)
+static fs_tree_record *tree_rec(void *ctx, int64_t r, int part)
 {
-    fs_tree_record_push_block(rec, desc, id0, FS_NOISE_BLOCK, s);
+    const fs_cpu_tree_ws *w = ctx;
+    return part == FS_SCAN_TILE ? &w->tile_recs[r] : &w->row_recs[r];
 }
 
-static void rec_merge(void *into, const void *rec)
+static void tree_init(void *ctx, int64_t r, int part)
 {
-    fs_tree_record_merge(into, rec);
+    fs_tree_record_init(tree_rec(ctx, r, part));
+}
+
+static void tree_push_block(void *ctx, int64_t r, int part, int32_t id0, const float *s)
+{
+    const fs_cpu_tree_ws *w = ctx;
+    fs_tree_record_push_block(tree_rec(ctx, r, part), &w->rows[r], id0, FS_NOISE_BLOCK, s);
+}
+
+static void tree_merge(void *ctx, int64_t r)
+{
+    fs_tree_record_merge(tree_rec(ctx, r, FS_SCAN_ROW), tree_rec(ctx, r, FS_SCAN_TILE));
 }
 
 void fs_cpu_tree_scan(const fs_tree_args *a, const fs_cpu_tree_ws *w)
 {
-    static const fs_cpu_scan_sink sink = {sizeof(fs_tree_record), rec_init, rec_push_block,
-                                          rec_merge};
-    fs_cpu_scan_rows(&a->base, w->rows, sizeof(fs_tree_row), &sink, fs_cpu_tile_size(),
-                     fs_cpu_faults(), w->tile_recs, w->row_recs, w->scan_scratch);
+    const fs_cpu_scan_sink sink = {(void *)w, tree_desc, tree_init, tree_push_block, tree_merge};
+    fs_cpu_scan_run(&a->base, &sink, fs_cpu_tile_size(), fs_cpu_faults(), w->scan_scratch);
 }
 
 void fs_cpu_tree_finalize(const fs_tree_args *a, const fs_cpu_tree_ws *w)
