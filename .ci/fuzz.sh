@@ -11,7 +11,7 @@
 #      (crash, sanitizer report, contract violation, leak, timeout) fails the
 #      script and leaves the input under $FUZZ_OUT;
 #   3. shows that the fuzzers can fail: for each mutant of $FUZZ_MUTANTS (a
-#      library with one validation check removed, tests/fuzz/mutants/*.patch)
+#      library with one validation check removed, tests/mutants/*.patch)
 #      builds the target that guards it and runs it from an EMPTY corpus with
 #      a fixed seed; the mutant must be caught within $FUZZ_MUTANT_SECONDS.
 #
@@ -165,7 +165,7 @@ if [ -n "$mutant_list" ]; then
 fi
 for m in $mutant_list; do
   t=${GUARD[$m]:-}
-  patch_file="$ROOT/tests/fuzz/mutants/$m.patch"
+  patch_file="$ROOT/tests/mutants/$m.patch"
   if [ -z "$t" ] || [ ! -f "$patch_file" ]; then
     echo "  $m: no such mutant"
     status=1
@@ -180,7 +180,7 @@ for m in $mutant_list; do
   patched=$(sed -n 's#^+++ b/##p' "$patch_file" | head -1)
   if ! (cd "$work/src" && GIT_CEILING_DIRECTORIES="$work" git apply "$patch_file") ||
     cmp -s "$ROOT/$patched" "$work/src/$patched"; then
-    echo "  $m: the patch no longer applies: update tests/fuzz/mutants/$m.patch"
+    echo "  $m: the patch no longer applies: update tests/mutants/$m.patch"
     status=1
     continue
   fi
