@@ -66,6 +66,13 @@ static uint64_t offset_of(const fs_sampling *p, int64_t r)
     return p->offset ? p->offset[r] : 0;
 }
 
+/* The temperature a valid row is sampled at (FS_FAULT_LOW_T_GREEDY: 0 below 0.3). */
+static float temperature_of(const fs_sampling *p, int64_t r)
+{
+    float t = p->temperature[r];
+    return (g_faults & FS_FAULT_LOW_T_GREEDY) && t < 0.3f ? 0.0f : t;
+}
+
 /* Descriptors of every row and the status each request has before the scan. */
 static void build_descs(const fs_op_args *a, const cpu_workspace *w)
 {
@@ -80,7 +87,7 @@ static void build_descs(const fs_op_args *a, const cpu_workspace *w)
             int32_t st = fs_temperature_status(p->temperature[r]);
             w->pre_status[r] = st;
             w->descs[r] = st != FS_ROW_OK ? fs_row_desc_skip()
-                                          : fs_row_desc_make(p->temperature[r], p->seed[r],
+                                          : fs_row_desc_make(temperature_of(p, r), p->seed[r],
                                                              offset_of(p, r), 0, -1, -1,
                                                              (int32_t)r);
         }
@@ -98,10 +105,11 @@ static void build_descs(const fs_op_args *a, const cpu_workspace *w)
             if (st != FS_ROW_OK)
                 continue;
             int64_t begin = d->draft_offsets[r], n = d->draft_offsets[r + 1] - begin;
+            /* draft_tokens may be NULL when there are none (NULL + 0 is undefined in C) */
+            const int32_t *x = n > 0 ? d->draft_tokens + begin : NULL;
             for (int64_t j = 0; j <= n; ++j)
-                w->descs[begin + r + j] =
-                    fs_verify_row_desc(d->draft_tokens + begin, n, j, p->temperature[r],
-                                       p->seed[r], offset_of(p, r), (int32_t)r);
+                w->descs[begin + r + j] = fs_verify_row_desc(x, n, j, temperature_of(p, r),
+                                                             p->seed[r], offset_of(p, r), (int32_t)r);
         }
     }
     if (g_faults & FS_FAULT_NO_EXCLUDE)
@@ -132,7 +140,7 @@ static void finalize(const fs_op_args *a, const cpu_workspace *w)
             a->out_row_status[r] = w->pre_status[r];
             fs_finalize_verify(ok ? &w->row_recs[begin + r] : NULL,
                                ok ? &w->descs[begin + r] : NULL,
-                               ok ? d->draft_tokens + begin : NULL, n, stride,
+                               ok && n > 0 ? d->draft_tokens + begin : NULL, n, stride,
                                &a->out_tokens[r * stride], vals ? &vals[r * stride] : NULL,
                                &a->out_num_emitted[r], &a->out_row_status[r]);
         }

@@ -1,6 +1,7 @@
 /* Test hooks of the CPU backend.  Process-wide and not thread-safe: only the
  * test suite sets them, to show that answers do not depend on the tile size
- * and that the statistical harness rejects deliberately wrong samplers. */
+ * and that the statistical harness rejects deliberately wrong samplers
+ * (docs/TESTING.md lists which test catches which fault). */
 #ifndef FS_CPU_BACKEND_H
 #define FS_CPU_BACKEND_H
 
@@ -12,7 +13,8 @@ enum fs_cpu_fault {
     FS_FAULT_TILE_EDGE = 2u,  /* each tile's last token is never pushed (off-by-one) */
     FS_FAULT_KEEP_SIBLINGS = 4u, /* tree verify: the recovery candidate leaves out only the
                                    last child (a chain's rule), not the rejected siblings */
-    FS_FAULT_UNFILTERED_PX = 8u  /* filtered verify accepts drafts with the unfiltered p(x) */
+    FS_FAULT_UNFILTERED_PX = 8u,  /* filtered verify accepts drafts with the unfiltered p(x) */
+    FS_FAULT_LOW_T_GREEDY = 16u  /* rows with a valid temperature below 0.3 sample greedily */
 };
 
 #define FS_CPU_DEFAULT_TILE 256

@@ -14,11 +14,13 @@
  * acceptances, the third follows p2.  Every test uses a Bonferroni-corrected
  * threshold; seeds are fixed, so the outcome is deterministic. */
 #include "gpu_util.h"
+#include "stat_harness.h"
 
 #ifdef FS_HAVE_CUDA
 
-#define N_TESTS 8
+#define N_TESTS 18
 #define ALPHA (1e-3 / N_TESTS)
+#define REJECT 1e-6 /* a power check's wrong law must give p below this */
 
 enum { BATCH = 4096, VMAX = 600, D = 16 };
 
@@ -393,6 +395,310 @@ static void test_verify_spread_logits_f32(void **state)
     verify_case(&c, 2, 22, 3);
 }
 
+/* ---- the temperatures requests use: T = 0.05 .. 0.2, LM-scale logits --------
+ * The CPU cases of test_stat_sample.c and test_stat_verify.c on the GPU
+ * paths: LM-scale logits (stat_lm_logits: max 20-40, a head of 48 tokens
+ * within 8 T of it, the tail several units lower) at T = 0.05, 0.1, 0.2, and
+ * logits ~1e-5 apart near 0 at T = 1.2e-5, just above FS_MIN_TEMPERATURE.
+ * The fused cases take, on an H100, the Hopper tile kernel (calls of at most
+ * 96 rows) or the rows kernel (more rows), and the generic tensor-core scan
+ * under FLASHSPEC_DISABLE_HOPPER=1 (ctest's test_gpu_stat_generic); the
+ * others the logits scan.  A fused row of kind k selects columns 3k .. 3k+2
+ * of the LM head, which hold its target logits split into three values of
+ * the dtype, so hidden . W gives LM-scale logits to fp32 accuracy; expected
+ * laws are computed in double from the stored values.  Sample: the token's
+ * law; verify: the joint law of (drafts accepted, token emitted) as on the
+ * CPU (stat_verify_expected).  60,000 draws per case, and each case is also
+ * a power check: the same harness must reject (p < 1e-6) the law sampled at
+ * 1.03 T and at T = 0 (every draw greedy, as a "T < 0.3 is greedy" bug
+ * would give).  Small mode (sanitizers): two calls of at most 64 rows or
+ * requests per case, no power checks. */
+
+enum { LOWT_DRAWS = 60000 };
+
+typedef struct lowt_gpu_case {
+    const char *name;
+    int verify; /* 0: sample; else verify with n drafts of probabilities q */
+    int n;
+    double q[2];
+    int fused;
+    fs_dtype dt;
+    int64_t V;
+    float T;
+    double top;
+    int64_t batch; /* rows (sample) or requests (verify) per call */
+} lowt_gpu_case;
+
+/* Split the logits L_k [kinds, V] into an LM head [V, D] of dt (columns
+ * 3k .. 3k+2 of row v hold L_k[v] as hi + mid + lo) and hidden states
+ * [kinds, D] selecting them; exact[k * V + v] = the fused logit in double. */
+static void lowt_head(const lowt_gpu_case *c, int kinds, const float *L, void **w_dt, void **h_dt,
+                      double *exact)
+{
+    const int64_t V = c->V;
+    assert_true(kinds >= 1 && 3 * kinds <= D);
+    float *w = calloc((size_t)(V * D), sizeof(float));
+    float *h = calloc((size_t)D * (size_t)kinds, sizeof(float));
+    for (int k = 0; k < kinds; ++k)
+        for (int i = 0; i < 3; ++i)
+            h[k * D + 3 * k + i] = 1.0f;
+    for (int k = 0; k < kinds; ++k)
+        for (int64_t v = 0; v < V; ++v) {
+            double rest = L[k * V + v];
+            for (int i = 0; i < 3; ++i) {
+                float part = (float)rest;
+                void *b = fst_pack(&part, 1, c->dt);
+                double stored = fst_get(b, 0, c->dt);
+                free(b);
+                w[v * D + 3 * k + i] = (float)stored;
+                rest -= stored;
+            }
+        }
+    *w_dt = fst_pack(w, (size_t)(V * D), c->dt);
+    *h_dt = fst_pack(h, (size_t)D * (size_t)kinds, c->dt);
+    double *l = ref_logits_fused(*w_dt, *h_dt, c->dt, kinds, V, D);
+    memcpy(exact, l, sizeof(double) * (size_t)(kinds * V));
+    free(l);
+    free(w);
+    free(h);
+}
+
+typedef struct lowt_dev {
+    fs_context *ctx;
+    void *w, *x; /* LM head (fused) and hidden states or logits, `rows` rows */
+    int64_t reqs, rows;
+    float *temp;
+    uint64_t *seed;
+    int32_t *drafts, *offsets;
+    void *ws;
+    size_t wsb;
+    int32_t *tok, *nem, *st;
+} lowt_dev;
+
+/* counts of `draws` draws at temperature T_run: sample counts[V] of the
+   token; verify counts[(n + 1) V] of (accepted k, emitted t) at k V + t */
+static void lowt_counts(const lowt_gpu_case *c, const lowt_dev *d, const int32_t *x, float T_run,
+                        uint64_t seed, int64_t draws, uint64_t *counts)
+{
+    const int64_t V = c->V, R = d->reqs, stride = c->verify ? c->n + 1 : 1;
+    float *temp = malloc(sizeof(float) * (size_t)R);
+    uint64_t *seeds = malloc(sizeof(uint64_t) * (size_t)R);
+    int32_t *tok = malloc(sizeof(int32_t) * (size_t)(R * stride));
+    int32_t *nem = malloc(sizeof(int32_t) * (size_t)R), *st = malloc(sizeof(int32_t) * (size_t)R);
+    for (int64_t r = 0; r < R; ++r)
+        temp[r] = T_run;
+    GT_CUDA(cudaMemcpy(d->temp, temp, sizeof(float) * (size_t)R, cudaMemcpyHostToDevice));
+    fs_sampling prm = {d->temp, d->seed, NULL, NULL, NULL};
+    fs_lm_head head = {d->w, V, D, c->dt};
+    for (int64_t done = 0; done < draws; done += R) {
+        for (int64_t r = 0; r < R; ++r)
+            seeds[r] = seed * 0x100000001b3ull + (uint64_t)(done + r);
+        GT_CUDA(cudaMemcpy(d->seed, seeds, sizeof(uint64_t) * (size_t)R, cudaMemcpyHostToDevice));
+        if (!c->verify) {
+            if (c->fused)
+                GT_FS(d->ctx, fs_sample(d->ctx, &head, d->x, R, &prm, d->ws, d->wsb, d->tok, NULL,
+                                        d->st));
+            else
+                GT_FS(d->ctx, fs_sample_logits(d->ctx, d->x, c->dt, R, V, &prm, d->ws, d->wsb,
+                                               d->tok, NULL, d->st));
+        } else {
+            fs_drafts dr = {R, R * c->n, c->n, d->drafts, d->offsets};
+            if (c->fused)
+                GT_FS(d->ctx, fs_verify(d->ctx, &head, d->x, &dr, &prm, d->ws, d->wsb, d->tok,
+                                        d->nem, NULL, d->st));
+            else
+                GT_FS(d->ctx, fs_verify_logits(d->ctx, d->x, c->dt, V, &dr, &prm, d->ws, d->wsb,
+                                               d->tok, d->nem, NULL, d->st));
+            gt_down(nem, d->nem, sizeof(int32_t) * (size_t)R);
+        }
+        gt_down(tok, d->tok, sizeof(int32_t) * (size_t)(R * stride));
+        gt_down(st, d->st, sizeof(int32_t) * (size_t)R);
+        const int64_t m = draws - done < R ? draws - done : R;
+        for (int64_t r = 0; r < m; ++r) {
+            assert_int_equal(st[r], FS_ROW_OK);
+            const int32_t *t = tok + r * stride;
+            if (!c->verify) {
+                assert_true(t[0] >= 0 && t[0] < V);
+                counts[t[0]]++;
+                continue;
+            }
+            const int e = nem[r];
+            assert_true(e >= 1 && e <= c->n + 1);
+            for (int k = 0; k < e - 1; ++k)
+                assert_int_equal(t[k], x[k]); /* accepted drafts */
+            if (e - 1 < c->n)
+                assert_true(t[e - 1] != x[e - 1]); /* a recovered token is never the draft */
+            for (int64_t k = e; k < stride; ++k)
+                assert_int_equal(t[k], -1);
+            assert_true(t[e - 1] >= 0 && t[e - 1] < V);
+            counts[(e - 1) * V + t[e - 1]]++;
+        }
+    }
+    free(temp);
+    free(seeds);
+    free(tok);
+    free(nem);
+    free(st);
+}
+
+static void lowt_case(const lowt_gpu_case *c, uint64_t seed)
+{
+    printf("%s\n", c->name);
+    const int64_t V = c->V, kinds = c->verify ? c->n + 1 : 1;
+    const int64_t R = gt_small_mode() && c->batch > 64 ? 64 : c->batch;
+    const int64_t per = c->verify ? c->n + 1 : 1, rows = R * per;
+    /* target logits of each kind (row position), drafts set to probability q */
+    float *L = malloc(sizeof(float) * (size_t)(kinds * V));
+    int32_t x[2] = {-1, -1};
+    fst_rng rng;
+    fst_rng_seed(&rng, seed);
+    for (int64_t k = 0; k < kinds; ++k) {
+        stat_lm_logits(seed * 31 + (uint64_t)k, V, c->top, c->T, L + k * V);
+        if (c->verify && k < c->n) {
+            x[k] = (int32_t)fst_randint(&rng, V);
+            stat_set_prob(L + k * V, NULL, V, x[k], c->q[k], c->T);
+        }
+    }
+    /* the stored inputs and the logits they give, in double */
+    double *exact = malloc(sizeof(double) * (size_t)(kinds * V));
+    void *w_dt = NULL, *in_dt = NULL;
+    if (c->fused) {
+        lowt_head(c, (int)kinds, L, &w_dt, &in_dt, exact);
+    } else {
+        in_dt = fst_pack(L, (size_t)(kinds * V), c->dt);
+        for (int64_t i = 0; i < kinds * V; ++i)
+            exact[i] = fst_get(in_dt, (size_t)i, c->dt);
+    }
+    /* expected law (float rows of the exact logits for the verify harness) */
+    int64_t cells = c->verify ? kinds * V : V;
+    double *prob = malloc(sizeof(double) * (size_t)cells);
+    float *rowsf = malloc(sizeof(float) * (size_t)(kinds * V));
+    for (int64_t i = 0; i < kinds * V; ++i)
+        rowsf[i] = (float)exact[i];
+    if (c->verify) {
+        stat_verify vp = {V, c->n, rowsf, NULL, x, c->T};
+        stat_verify_expected(&vp, prob);
+        for (int j = 0; j < c->n; ++j) {
+            double *pj = malloc(sizeof(double) * (size_t)V);
+            stat_softmax(rowsf + j * V, NULL, NULL, V, c->T, pj);
+            printf("  draft %d: token %d with p = %.4f\n", j, x[j], pj[x[j]]);
+            free(pj);
+        }
+    } else {
+        stat_softmax(rowsf, NULL, NULL, V, c->T, prob);
+    }
+    /* device inputs: row i of kind i % kinds (verify: request-major) */
+    lowt_dev d;
+    memset(&d, 0, sizeof d);
+    d.ctx = gt_gpu_ctx();
+    d.reqs = R;
+    d.rows = rows;
+    size_t es = fst_dtype_size(c->dt);
+    const int64_t width = c->fused ? D : V;
+    char *xs = malloc(es * (size_t)(rows * width));
+    for (int64_t i = 0; i < rows; ++i)
+        memcpy(xs + es * (size_t)(i * width), (char *)in_dt + es * (size_t)((i % per) * width),
+               es * (size_t)width);
+    d.x = gt_dup(xs, es * (size_t)(rows * width));
+    free(xs);
+    if (c->fused)
+        d.w = gt_dup(w_dt, es * (size_t)(V * D));
+    d.temp = gt_dmalloc(sizeof(float) * (size_t)R);
+    d.seed = gt_dmalloc(sizeof(uint64_t) * (size_t)R);
+    if (c->verify) {
+        int32_t *dr = malloc(sizeof(int32_t) * (size_t)(R * c->n));
+        int32_t *of = malloc(sizeof(int32_t) * (size_t)(R + 1));
+        for (int64_t r = 0; r <= R; ++r)
+            of[r] = (int32_t)(r * c->n);
+        for (int64_t r = 0; r < R; ++r)
+            for (int j = 0; j < c->n; ++j)
+                dr[r * c->n + j] = x[j];
+        d.drafts = gt_dup(dr, sizeof(int32_t) * (size_t)(R * c->n));
+        d.offsets = gt_dup(of, sizeof(int32_t) * (size_t)(R + 1));
+        free(dr);
+        free(of);
+        GT_FS(d.ctx, fs_verify_workspace_size(d.ctx, R, R * c->n, V, &d.wsb));
+        d.nem = gt_dmalloc(sizeof(int32_t) * (size_t)R);
+    } else {
+        GT_FS(d.ctx, fs_sample_workspace_size(d.ctx, R, V, &d.wsb));
+    }
+    d.ws = gt_dmalloc(d.wsb);
+    d.tok = gt_dmalloc(sizeof(int32_t) * (size_t)(R * per));
+    d.st = gt_dmalloc(sizeof(int32_t) * (size_t)R);
+
+    const int64_t draws = gt_small_mode() ? 2 * R : LOWT_DRAWS;
+    uint64_t *counts = calloc((size_t)cells, sizeof(uint64_t));
+    lowt_counts(c, &d, x, c->T, seed, draws, counts);
+    fst_chi2 r;
+    double pv = fst_chi2_test(counts, prob, cells, &r);
+    report(c->verify ? "(accepted, emitted) ~ the joint law at T" : "sampled token ~ softmax(l / T)",
+           &r);
+    assert_int_equal(r.impossible, 0);
+    if (!(pv >= ALPHA))
+        fail_msg("%s: chi-squared p = %.3g < %.3g", c->name, pv, ALPHA);
+    if (!gt_small_mode()) {
+        const float wrong_T[2] = {c->T * 1.03f, 0.0f};
+        const char *what[2] = {"power: sampled at 1.03 T, must reject",
+                               "power: sampled greedily (T = 0), must reject"};
+        for (int i = 0; i < 2; ++i) {
+            memset(counts, 0, sizeof(uint64_t) * (size_t)cells);
+            lowt_counts(c, &d, x, wrong_T[i], seed + 1 + (uint64_t)i, draws, counts);
+            double pw = fst_chi2_test(counts, prob, cells, &r);
+            report(what[i], &r);
+            if (!(pw < REJECT))
+                fail_msg("%s: %s (p = %.3g)", c->name, what[i], pw);
+        }
+    }
+    free(counts);
+    gt_dfree(d.x);
+    gt_dfree(d.w);
+    gt_dfree(d.temp);
+    gt_dfree(d.seed);
+    gt_dfree(d.drafts);
+    gt_dfree(d.offsets);
+    gt_dfree(d.ws);
+    gt_dfree(d.tok);
+    gt_dfree(d.nem);
+    gt_dfree(d.st);
+    fs_context_destroy(d.ctx);
+    free(L);
+    free(exact);
+    free(w_dt);
+    free(in_dt);
+    free(prob);
+    free(rowsf);
+}
+
+static const lowt_gpu_case LOWT[] = {
+    {"sample, LM-scale, fused bf16, V = 600, T = 0.05, 4096 rows/call (Hopper rows kernel)", 0, 0,
+     {0, 0}, 1, FS_DTYPE_BF16, 600, 0.05f, 30.0, 4096},
+    {"sample, LM-scale, fused bf16, V = 600, T = 0.1, 64 rows/call (Hopper tile kernel)", 0, 0,
+     {0, 0}, 1, FS_DTYPE_BF16, 600, 0.1f, 24.0, 64},
+    {"sample, LM-scale, fused fp16, V = 600, T = 0.2, 96 rows/call (Hopper tile kernel)", 0, 0,
+     {0, 0}, 1, FS_DTYPE_F16, 600, 0.2f, 38.0, 96},
+    {"sample, LM-scale, logits f32, V = 600, T = 0.2, 4096 rows/call", 0, 0, {0, 0}, 0,
+     FS_DTYPE_F32, 600, 0.2f, 30.0, 4096},
+    {"sample, LM-scale, logits bf16, V = 600, T = 0.05, 256 rows/call", 0, 0, {0, 0}, 0,
+     FS_DTYPE_BF16, 600, 0.05f, 30.0, 256},
+    {"sample, fused bf16, V = 600, T = 1.2e-5 (just above FS_MIN_TEMPERATURE), 64 rows/call", 0,
+     0, {0, 0}, 1, FS_DTYPE_BF16, 600, 1.2e-5f, 0.0, 64},
+    {"verify, LM-scale, fused bf16, V = 300, T = 0.05, 2 drafts, 2048 requests/call (rows kernel)",
+     1, 2, {0.6, 0.3}, 1, FS_DTYPE_BF16, 300, 0.05f, 30.0, 2048},
+    {"verify, LM-scale, fused bf16, V = 300, T = 0.1, 2 drafts, 32 requests/call (tile kernel)", 1,
+     2, {0.6, 0.05}, 1, FS_DTYPE_BF16, 300, 0.1f, 24.0, 32},
+    {"verify, LM-scale, logits f32, V = 300, T = 0.2, 1 draft, 4096 requests/call", 1, 1,
+     {0.3, 0}, 0, FS_DTYPE_F32, 300, 0.2f, 38.0, 4096},
+    {"verify, fused bf16, V = 300, T = 1.2e-5 (just above FS_MIN_TEMPERATURE), 2 drafts, "
+     "32 requests/call", 1, 2, {0.6, 0.3}, 1, FS_DTYPE_BF16, 300, 1.2e-5f, 0.0, 32},
+};
+
+static void test_low_temperature(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof LOWT / sizeof LOWT[0]; ++i)
+        lowt_case(&LOWT[i], 5000 + i);
+}
+
 int main(void)
 {
     GT_SKIP_WITHOUT_GPU("test_gpu_stat");
@@ -402,6 +708,7 @@ int main(void)
         cmocka_unit_test(test_sample_spread_logits_f32),
         cmocka_unit_test(test_verify_v37_fused_bf16),
         cmocka_unit_test(test_verify_spread_logits_f32),
+        cmocka_unit_test(test_low_temperature),
     };
     printf("chi-squared tests: %d, each at alpha = 1e-3 / %d (Bonferroni)\n", N_TESTS, N_TESTS);
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -22,8 +22,10 @@
 #include "fs_test.h"
 #include "stat_harness.h"
 
-enum { NTESTS = 12, DRAWS = 100000, MAXN = 4 };
+enum { NTESTS = 16, DRAWS = 100000, MAXN = 4 };
 #define ALPHA (0.001 / NTESTS)
+#define REJECT 1e-6 /* a power check's wrong law must give p below this */
+enum { LOWT_DRAWS = 60000, LOWT_DRAWS_GREEDY = 10000 };
 
 /* kind of each draft: probability q > 0 set exactly, 0 = masked, 1 = the
    only allowed token of its row */
@@ -34,13 +36,18 @@ typedef struct vcase {
     double q[MAXN];
     int64_t tile;
     int extra_mask; /* also mask ~25% of the other tokens of every row */
+    int lm;         /* LM-scale rows (stat_lm_logits, max `top`) and power checks */
+    double top;
 } vcase;
 
 static void run_case(const vcase *c, uint64_t seed)
 {
     fs_context *ctx = fst_cpu_ctx();
     int64_t V = c->V, n = c->n, W = fst_mask_words(V);
-    float *rows = fst_gen_logits(seed, n + 1, V, 1.0);
+    float *rows = c->lm ? malloc(sizeof(float) * (size_t)((n + 1) * V))
+                        : fst_gen_logits(seed, n + 1, V, 1.0);
+    for (int64_t j = 0; c->lm && j <= n; ++j)
+        stat_lm_logits(seed * 31 + (uint64_t)j, V, c->top, c->T, rows + j * V);
     uint32_t *allowed = fst_gen_allowed(seed, n + 1, V, c->extra_mask ? 0.75 : 1.0);
     int32_t x[MAXN];
     fst_rng r;
@@ -75,9 +82,9 @@ static void run_case(const vcase *c, uint64_t seed)
     uint64_t malformed = 0;
     fs_cpu_set_tile_size(c->tile);
     double t0 = fst_now();
-    fs_status s = stat_verify_counts(ctx, &vp, seed * 104729, DRAWS, counts, &malformed);
+    fs_status s = stat_verify_counts(ctx, &vp, seed * 104729, c->lm ? LOWT_DRAWS : DRAWS, counts,
+                                     &malformed);
     double dt = fst_now() - t0;
-    fs_cpu_set_tile_size(0);
     if (s != FS_OK)
         fail_msg("%s: %s (%s)", c->name, fs_status_string(s), fs_context_last_error(ctx));
     assert_int_equal(malformed, 0);
@@ -107,6 +114,29 @@ static void run_case(const vcase *c, uint64_t seed)
                  c->name, pv, ALPHA, res.stat, res.df,
                  (long long)(res.worst_cell >= 0 ? res.worst_cell / V : -1),
                  (long long)(res.worst_cell >= 0 ? res.worst_cell % V : -1), res.worst_z);
+    if (c->lm) {
+        /* power: the same harness rejects the library at 1.03 T, and with
+           every T < 0.3 sampled greedily (FS_FAULT_LOW_T_GREEDY) */
+        for (int wrong = 0; wrong < 2; ++wrong) {
+            stat_verify run = vp;
+            run.T = wrong == 0 ? c->T * 1.03f : c->T;
+            memset(counts, 0, sizeof(uint64_t) * (size_t)cells);
+            malformed = 0;
+            fs_cpu_set_faults(wrong == 1 ? FS_FAULT_LOW_T_GREEDY : FS_FAULT_NONE);
+            s = stat_verify_counts(ctx, &run, seed * 104729 + 1 + (uint64_t)wrong,
+                                   wrong == 0 ? LOWT_DRAWS : LOWT_DRAWS_GREEDY, counts, &malformed);
+            fs_cpu_set_faults(FS_FAULT_NONE);
+            assert_int_equal(s, FS_OK);
+            assert_int_equal(malformed, 0);
+            double pw = fst_chi2_test(counts, prob, cells, &res);
+            const char *what = wrong == 0 ? "power: T 3% high" : "power: T < 0.3 sampled greedily";
+            print_message("  %-34s chi2 %10.1f df %3d p %.3g  -> must reject\n", what, res.stat,
+                          res.df, pw);
+            if (!(pw < REJECT))
+                fail_msg("%s: %s was not rejected (p = %.3g)", c->name, what, pw);
+        }
+    }
+    fs_cpu_set_tile_size(0);
     free(rows);
     free(allowed);
     free(counts);
@@ -129,18 +159,38 @@ static const vcase CASES[] = {
     {"masked then likely x3", 37, 4, 0.5f, {0.6, 0.6, 0.6, 0.0}, 0, 1},
 };
 
+/* The temperatures requests use, with LM-scale target rows (max 20-40, a head
+ * spread over 8 T below it, the tail several units lower; see
+ * test_stat_sample.c): 60,000 requests per case, and each case a power check
+ * (1.03 T and "T < 0.3 is greedy" must be rejected at p < 1e-6).  The last
+ * sits just above FS_MIN_TEMPERATURE with logits ~1e-5 apart near 0. */
+static const vcase LOWT[] = {
+    {"LM T0.05", 200, 2, 0.05f, {0.6, 0.3}, 0, 0, 1, 30.0},
+    {"LM T0.1 masks tile 64", 200, 3, 0.1f, {0.6, 0.05, 0.6}, 64, 1, 1, 24.0},
+    {"LM T0.2", 200, 2, 0.2f, {0.3, 0.6}, 0, 0, 1, 38.0},
+    {"T1.2e-5 (just above FS_MIN_T)", 200, 2, 1.2e-5f, {0.6, 0.3}, 0, 0, 1, 0.0},
+};
+
 static void test_verify_joint_law(void **state)
 {
     (void)state;
-    assert_int_equal(sizeof CASES / sizeof CASES[0], NTESTS);
+    assert_int_equal(sizeof CASES / sizeof CASES[0] + sizeof LOWT / sizeof LOWT[0], NTESTS);
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; ++i)
         run_case(&CASES[i], 2000 + i);
+}
+
+static void test_verify_low_temperature(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof LOWT / sizeof LOWT[0]; ++i)
+        run_case(&LOWT[i], 4000 + i);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_verify_joint_law, fst_reset_hooks),
+        cmocka_unit_test_setup(test_verify_low_temperature, fst_reset_hooks),
     };
     return cmocka_run_group_tests_name("stat_verify", tests, NULL, NULL);
 }

@@ -73,12 +73,36 @@ int stat_softmax_filtered(const float *l, const float *b, const uint32_t *allowe
 
 void stat_set_prob(float *l, const uint32_t *allowed, int64_t V, int32_t x, double q, double T)
 {
-    /* exp(l_x / T) / (exp(l_x / T) + S) = q  =>  l_x = T log(q S / (1 - q)) */
-    double S = 0.0;
+    /* exp(l_x / T) / (exp(l_x / T) + S) = q  =>  l_x = T log(q S / (1 - q)),
+       with S = sum of the others' exp(l / T) taken relative to their max m
+       (LM-scale logits at low T overflow exp otherwise) */
+    double m = -INFINITY, S = 0.0;
+    for (int64_t v = 0; v < V; ++v)
+        if (v != x && fst_allowed(allowed, v) && l[v] > m)
+            m = l[v];
     for (int64_t v = 0; v < V; ++v)
         if (v != x && fst_allowed(allowed, v))
-            S += exp((double)l[v] / T);
-    l[x] = (float)(T * log(q * S / (1.0 - q)));
+            S += exp(((double)l[v] - m) / T);
+    l[x] = (float)(m + T * log(q * S / (1.0 - q)));
+}
+
+void stat_lm_logits(uint64_t seed, int64_t V, double top, double T, float *l)
+{
+    fst_rng r;
+    fst_rng_seed(&r, seed);
+    int64_t *perm = malloc(sizeof(int64_t) * (size_t)V);
+    fst_shuffle(&r, perm, V);
+    int64_t head = V < STAT_LM_HEAD ? V : STAT_LM_HEAD;
+    for (int64_t i = 0; i < V; ++i) {
+        /* head: gaps (i / (head - 1))^(1/3) of the span, so the number of
+           head tokens grows like gap^2 (as an LM's candidates thicken below
+           the top): the scaled score has variance ~3 under the law, which is
+           what a wrong temperature shows up against */
+        double gap = i < head ? STAT_LM_SPAN * T * cbrt((double)i / (double)(head > 1 ? head - 1 : 1))
+                              : STAT_LM_TAIL_GAP + fabs(2.0 * fst_normal(&r));
+        l[perm[i]] = (float)(top - gap);
+    }
+    free(perm);
 }
 
 static void widen_row(const stat_row *row, float *out)

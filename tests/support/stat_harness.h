@@ -81,6 +81,20 @@ int stat_softmax_filtered(const float *l, const float *b, const uint32_t *allowe
  * fixed, x allowed): sets l[x]. */
 void stat_set_prob(float *l, const uint32_t *allowed, int64_t V, int32_t x, double q, double T);
 
+/* LM-scale logits [V] for temperature T, as language models give them: the
+ * max at `top` (20 to 40 for an LM; near 0 where T is tiny, see
+ * test_stat_sample.c), STAT_LM_HEAD tokens at random ids whose gaps below it
+ * lie in [0, STAT_LM_SPAN * T], thickening with the gap -- at T they carry
+ * visible probability, scaled gaps 0 .. STAT_LM_SPAN -- and the rest of the
+ * vocabulary STAT_LM_TAIL_GAP + |N(0, 2^2)| units below the max: the long
+ * tail, invisible at low T.  At 10^5 draws a temperature 3% off moves the
+ * chi-squared statistic by ~250 (p far below 1e-6); treating T as greedy
+ * puts every draw on one token. */
+#define STAT_LM_HEAD 48
+#define STAT_LM_SPAN 8.0
+#define STAT_LM_TAIL_GAP 3.0
+void stat_lm_logits(uint64_t seed, int64_t V, double top, double T, float *l);
+
 #ifdef __cplusplus
 }
 #endif

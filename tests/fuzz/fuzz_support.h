@@ -1,0 +1,188 @@
+/* Shared parts of the libFuzzer targets (tests/fuzz/fuzz_*.c): decoding a
+ * fuzzer input into a problem, exact-size buffers, a host-side model of the
+ * documented contracts, and the checks every target applies.
+ *
+ * Decoding: choice bytes are read from the front of the input, a read past
+ * the end gives 0, and the all-zero input is a small valid problem; nonzero
+ * bytes pick the interesting cases (vocabularies that cross noise blocks of
+ * 16 and mask words of 32, special values, malformed arguments).  Bulk
+ * values (logits, weights, seeds) come from a PRNG seeded by bytes read from
+ * the back of the input, then explicit edits from the input put special
+ * values (NaN, +-inf, huge, denormal) where the fuzzer chooses.
+ *
+ * Every buffer handed to the library is malloc'd at exactly its documented
+ * size (fz_alloc), so AddressSanitizer reports any read or write past it.
+ * A contract violation prints what was expected and aborts: libFuzzer
+ * saves the input as a crash. */
+#ifndef FZ_SUPPORT_H
+#define FZ_SUPPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "flashspec.h"
+
+/* ---- input decoding ------------------------------------------------------ */
+typedef struct fz_in {
+    const uint8_t *p;
+    size_t n, at, tail; /* choices are read from the front, seeds from the back */
+} fz_in;
+
+void fz_begin(fz_in *in, const uint8_t *data, size_t size);
+uint8_t fz_u8(fz_in *in);
+uint32_t fz_u32(fz_in *in);
+uint64_t fz_u64(fz_in *in);
+/* A 64-bit seed for bulk values, read from the end of the input backwards
+ * (0 when the bytes run out), so that every choice stays near the front
+ * where short inputs reach it. */
+uint64_t fz_seed(fz_in *in);
+/* A choice in [0, n) (one byte, two when n > 256). */
+int64_t fz_below(fz_in *in, int64_t n);
+/* 1 with probability k/256 for a random byte, 0 for a zero byte. */
+int fz_chance(fz_in *in, int k);
+/* An element of a table. */
+#define FZ_PICK(in, table) ((table)[fz_below((in), (int64_t)(sizeof(table) / sizeof((table)[0])))])
+
+/* ---- buffers ------------------------------------------------------------- */
+/* malloc of exactly `bytes` (0 allowed), freed by fz_end(). */
+void *fz_alloc(size_t bytes);
+void *fz_dup(const void *src, size_t bytes);
+/* Free every buffer of this input. */
+void fz_end(void);
+
+/* ---- failures ------------------------------------------------------------ */
+#if defined(__GNUC__)
+__attribute__((noreturn, format(printf, 1, 2)))
+#endif
+void fz_fail(const char *fmt, ...);
+#define FZ_CHECK(cond, ...)                                                                  \
+    do {                                                                                     \
+        if (!(cond))                                                                         \
+            fz_fail(__VA_ARGS__);                                                            \
+    } while (0)
+
+/* The CPU context of the process (created once). */
+fs_context *fz_ctx(void);
+
+/* ---- problems -------------------------------------------------------------
+ * The scanned rows of one call (logits or hidden states) and the parameters
+ * of its requests.  l[row * V + v] is the logit the library must see; when
+ * known[] is 0 the value is not determined by the inputs alone (a fused dot
+ * product of huge finite terms, whose rounding depends on summation order),
+ * and only the order-independent contracts are checked on that row. */
+typedef struct fz_problem {
+    int fused;
+    fs_dtype dt;
+    int64_t rows, V, D;
+    void *logits;          /* logits variant: [rows, V] in dt */
+    void *weight, *hidden; /* fused: [V, D] and [rows, D] in dt */
+    fs_lm_head head;
+    float *l;              /* [rows, V] */
+    uint8_t *known;        /* [rows, V] */
+    int64_t requests;
+    float *temperature;    /* [requests] */
+    uint64_t *seed;        /* [requests] */
+    uint64_t *offset;      /* [requests] or NULL */
+    float *bias;           /* [rows, V] or NULL */
+    uint32_t *allowed;     /* [rows, ceil(V / 32)] or NULL */
+    fs_sampling params;
+} fz_problem;
+
+/* Choose V, D, dtype and the input variant's values for `rows` rows
+ * (fused = -1: the input chooses). */
+void fz_gen_inputs(fz_in *in, fz_problem *p, int fused, int64_t rows);
+/* Temperatures, seeds, offsets for `requests`, bias and mask for every row. */
+void fz_gen_params(fz_in *in, fz_problem *p, int64_t requests);
+/* A CPU scan tile size for this input (0 = the default). */
+int64_t fz_gen_tile(fz_in *in, int64_t V);
+
+/* ---- the documented semantics --------------------------------------------- */
+int32_t fz_temperature_status(float T); /* FS_ROW_OK or FS_ROW_BAD_TEMPERATURE */
+int fz_is_greedy(float T);               /* T < FS_MIN_TEMPERATURE */
+float fz_inv_temp(float T);              /* 1 for greedy rows, else 1 / T (float) */
+int fz_allowed(const fz_problem *p, int64_t row, int64_t v);
+
+/* What the documented law says about one scanned row at 1/T = inv:
+ * status_mask has bit s set for each row status it may have (OK,
+ * NONFINITE, ALL_MASKED); when exact, argmax (lowest id among the max
+ * finite scores) and lse (log-sum-exp of the finite allowed scores, in
+ * double) are defined. */
+typedef struct fz_rowref {
+    unsigned status_mask;
+    int exact;
+    int32_t argmax;
+    float max_s;
+    double lse;
+} fz_rowref;
+void fz_row_ref(const fz_problem *p, int64_t row, float inv, fz_rowref *ref);
+/* Score (l + b) * inv of a token; *known = 0 if not determined. */
+float fz_score(const fz_problem *p, int64_t row, int64_t v, float inv, int *known);
+/* tok can be emitted from the row: in [0, V), allowed, finite score (> -inf). */
+void fz_check_token(const fz_problem *p, int64_t row, int32_t tok, float inv, const char *what,
+                    int64_t index);
+/* lp is the log-probability of tok under softmax of the row's scores at inv
+ * (finite, <= 0, and within rounding of the double reference when exact). */
+void fz_check_logprob(const fz_problem *p, int64_t row, int32_t tok, float inv,
+                      const fz_rowref *ref, float lp, const char *what, int64_t index);
+
+/* ---- calls ------------------------------------------------------------------ */
+typedef enum fz_op {
+    FZ_SAMPLE = 0,
+    FZ_ARGMAX = 1,
+    FZ_VERIFY = 2
+} fz_op;
+
+/* One call of a public op, with every argument as it will be passed. */
+typedef struct fz_call {
+    fz_op op;
+    int fused;
+    fs_context *ctx;
+    const fs_lm_head *head;
+    fs_lm_head head_v;
+    const void *input; /* hidden (fused) or logits */
+    fs_dtype dtype;    /* logits dtype (logits variant) */
+    int64_t rows;      /* sample / argmax */
+    int64_t vocab;     /* logits variant (fused: head_v.vocab_size) */
+    const fs_sampling *params;
+    fs_sampling params_v;
+    const fs_drafts *drafts;
+    fs_drafts drafts_v;
+    void *ws;
+    size_t ws_bytes;
+    int32_t *tok;
+    float *vals;
+    int32_t *nem;
+    int32_t *st;
+    size_t tok_n, vals_n, nem_n, st_n; /* element counts of the outputs */
+} fz_call;
+
+/* A well-formed call over p (drafts: verify's, else NULL), outputs and
+ * workspace allocated at their documented sizes; *need = the workspace
+ * size the query returned. */
+void fz_call_init(fz_call *c, fz_op op, fz_problem *p, const fs_drafts *drafts, int vals,
+                  size_t *need);
+/* Maybe break host-visible arguments (NULL pointers, bad sizes and dtypes,
+ * small workspace): rarely, so most inputs reach the per-row checks. */
+void fz_corrupt(fz_in *in, fz_call *c, size_t need);
+/* Bitmask (bit s = fs_status s) of the host-level errors the call's
+ * arguments violate; 0 when none. */
+unsigned fz_host_expect(const fz_call *c, size_t need);
+fs_status fz_invoke(const fz_call *c);
+/* Invoke with canaries in the outputs.  A call that breaks a host-level
+ * rule must return one of the matching statuses, write no output and leave
+ * a message (returns 0); any other call must return FS_OK or
+ * FS_ERR_INVALID_ROWS, the latter iff some row status is not FS_ROW_OK
+ * (returns 1: outputs written, for the op's own checks).  Inputs are never
+ * written. */
+int fz_run(const fz_call *c, size_t need, const fz_problem *p, fs_status *status);
+/* The same call with the scan tile set to `tile`, into fresh outputs:
+ * tokens, statuses and counts must be identical, values within rounding. */
+void fz_check_rerun(const fz_call *c, int64_t tile);
+
+/* The workspace query of the op with these sizes (rows = scanned rows for
+ * sample / argmax, requests and num_draft_tokens for verify): its status
+ * against the documented rules, and no write on failure. */
+void fz_check_workspace_query(fz_in *in, fz_op op, int64_t rows, int64_t requests,
+                              int64_t num_draft_tokens, int64_t vocab);
+
+#endif
