@@ -42,6 +42,9 @@ typedef struct fs_op_args {
     float *out_values;         /* logprobs (sample, verify) or logits (argmax); optional */
     int32_t *out_num_emitted;  /* verify only */
     int32_t *out_row_status;
+    int64_t logits_ld;         /* row stride of logits in elements; 0 = vocab_size.  Only the
+                                  CPU backend's shard emulation sets it (a shard's slice of
+                                  full-vocabulary logits); the public ops leave it 0 */
 } fs_op_args;
 
 /* Default of fs_context.tail_rows_max (FLASHSPEC_TAIL_ROWS_MAX).  H100, A/B

@@ -6,10 +6,30 @@
 #include "cpu_backend.h"
 #include "cpu_filter.h"
 #include "cpu_scan.h"
+#include "dtype.h"
 #include "finalize.h"
 
 static int64_t g_tile = FS_CPU_DEFAULT_TILE;
 static uint32_t g_faults = FS_FAULT_NONE;
+static int g_nshards = 1;
+static int64_t g_cuts[FS_CPU_MAX_SHARDS + 1];
+
+int fs_cpu_set_vocab_shards(int n, const int64_t *cuts)
+{
+    if (n <= 1) {
+        g_nshards = 1;
+        return 0;
+    }
+    if (n > FS_CPU_MAX_SHARDS || !cuts || cuts[0] != 0)
+        return -1;
+    for (int i = 1; i <= n; ++i)
+        if (cuts[i] <= cuts[i - 1] || (i < n && cuts[i] % FS_NOISE_BLOCK != 0))
+            return -1;
+    for (int i = 0; i <= n; ++i)
+        g_cuts[i] = cuts[i];
+    g_nshards = n;
+    return 0;
+}
 
 void fs_cpu_set_tile_size(int64_t tile)
 {
@@ -28,6 +48,9 @@ typedef struct cpu_workspace {
     int32_t *pre_status;  /* [requests] status known before the scan */
     void *scan_scratch;   /* fs_cpu_scan's noise blocks being collected */
     void *filter;         /* the filters' part (cpu_filter.h) */
+    /* tensor-parallel emulation only: one part's records before the merge */
+    fs_record *part_recs;          /* [rows] */
+    fs_filter_record *part_frecs;  /* [rows] */
 } cpu_workspace;
 
 static size_t align_up(size_t n)
@@ -51,6 +74,12 @@ static size_t carve(void *base, int64_t rows, int64_t requests, cpu_workspace *w
     at += align_up(fs_cpu_scan_scratch_bytes(rows));
     if (w) w->filter = p + at;
     at += align_up(fs_cpu_filter_ws_bytes(rows));
+    if (g_nshards > 1) {
+        if (w) w->part_recs = (fs_record *)(p + at);
+        at += align_up((size_t)rows * sizeof(fs_record));
+        if (w) w->part_frecs = (fs_filter_record *)(p + at);
+        at += align_up((size_t)rows * sizeof(fs_filter_record));
+    }
     return at;
 }
 
@@ -147,6 +176,58 @@ static void finalize(const fs_op_args *a, const cpu_workspace *w)
     }
 }
 
+/* The parts the vocabulary is scanned in: a itself, or the shards of the
+ * tensor-parallel emulation, each with its own vocab_offset / vocab_size and
+ * its slice of the LM head (or of the logits' rows). */
+static int split_parts(const fs_op_args *a, fs_op_args *parts, fs_lm_head *heads)
+{
+    parts[0] = *a;
+    if (g_nshards == 1 || g_cuts[g_nshards] != a->vocab_size)
+        return 1;
+    for (int i = 0; i < g_nshards; ++i) {
+        fs_op_args *s = &parts[i];
+        *s = *a;
+        s->vocab_offset = a->vocab_offset + g_cuts[i];
+        s->vocab_size = g_cuts[i + 1] - g_cuts[i];
+        if (a->head) {
+            heads[i] = *a->head;
+            heads[i].vocab_size = s->vocab_size;
+            heads[i].weight = (const char *)a->head->weight +
+                              (size_t)(g_cuts[i] * a->head->hidden_dim) * fs_dtype_bytes(a->head->dtype);
+            s->head = &heads[i];
+        } else {
+            s->logits = (const char *)a->logits + (size_t)g_cuts[i] * fs_dtype_bytes(a->logits_dtype);
+            s->logits_ld = a->logits_ld ? a->logits_ld : a->vocab_size;
+        }
+    }
+    return g_nshards;
+}
+
+/* Each part scanned on its own, its records merged into row_recs (and the
+ * filters' candidates into fw's merged ones) in part order, as the ranks'
+ * record exchange merges them. */
+static void scan_parts(const fs_op_args *const *parts, int nparts, const cpu_workspace *w,
+                       const fs_cpu_filter_ws *fw)
+{
+    const fs_op_args *a = parts[0];
+    fs_cpu_filter_recs part_f = fw->recs;
+    part_f.row = w->part_frecs;
+    for (int64_t r = 0; r < a->rows; ++r) {
+        fs_record_init(&w->row_recs[r]);
+        if (fw->fdescs[r].active)
+            fs_filter_record_init(&fw->recs.row[r]);
+    }
+    for (int i = 0; i < nparts; ++i) {
+        fs_cpu_scan_filtered(parts[i], w->descs, g_tile, g_faults, w->tile_recs, w->part_recs,
+                             &part_f, w->scan_scratch);
+        for (int64_t r = 0; r < a->rows; ++r) {
+            fs_record_merge(&w->row_recs[r], &w->part_recs[r]);
+            if (fw->fdescs[r].active)
+                fs_filter_merge(&fw->recs.row[r], &w->part_frecs[r], fw->recs.cap);
+        }
+    }
+}
+
 static const char *op_name(fs_op op)
 {
     return op == FS_OP_SAMPLE ? "sample" : op == FS_OP_ARGMAX ? "draft argmax" : "verify";
@@ -155,15 +236,24 @@ static const char *op_name(fs_op op)
 fs_status fs_cpu_run(fs_context *ctx, const fs_op_args *a)
 {
     int64_t requests = a->op == FS_OP_VERIFY ? a->drafts->num_requests : a->rows;
-    cpu_workspace w;
+    cpu_workspace w = {0};
     carve(a->workspace, a->rows, requests, &w);
     build_descs(a, &w);
     fs_cpu_filter_ws fw;
     fs_cpu_filter_carve(w.filter, a->rows, &fw);
     fs_cpu_filter_prepare(a, w.descs, w.pre_status, &fw);
-    fs_cpu_scan_filtered(a, w.descs, g_tile, g_faults, w.tile_recs, w.row_recs, &fw.recs,
-                         w.scan_scratch);
-    fs_cpu_filter_finish(a, w.descs, w.row_recs, &fw, g_faults);
+    fs_op_args parts[FS_CPU_MAX_SHARDS];
+    fs_lm_head heads[FS_CPU_MAX_SHARDS];
+    const fs_op_args *pp[FS_CPU_MAX_SHARDS];
+    int nparts = split_parts(a, parts, heads);
+    for (int i = 0; i < nparts; ++i)
+        pp[i] = &parts[i];
+    if (nparts == 1)
+        fs_cpu_scan_filtered(a, w.descs, g_tile, g_faults, w.tile_recs, w.row_recs, &fw.recs,
+                             w.scan_scratch);
+    else
+        scan_parts(pp, nparts, &w, &fw);
+    fs_cpu_filter_finish(pp, nparts, w.descs, w.row_recs, &fw, g_faults);
     finalize(a, &w);
 
     int64_t bad = 0, first = -1;

@@ -25,6 +25,16 @@ void fs_cpu_set_faults(uint32_t faults);
 int64_t fs_cpu_tile_size(void);
 uint32_t fs_cpu_faults(void);
 
+/* Tensor-parallel emulation: fs_cpu_run scans the vocabulary as n parts
+ * [cuts[i], cuts[i+1]) of the context's tokens, each on its own as a rank
+ * scans its shard, and merges their records in part order as the ranks'
+ * exchange does (filters' second pass: histograms summed in part order).
+ * cuts[0] = 0, ascending, multiples of 16 but for cuts[n] = the vocabulary
+ * size, which the op must then have.  n <= 1 turns it off.  Returns 0, or -1
+ * (and changes nothing) for more than FS_CPU_MAX_SHARDS parts or bad cuts. */
+#define FS_CPU_MAX_SHARDS 8
+int fs_cpu_set_vocab_shards(int n, const int64_t *cuts);
+
 /* Filters (cpu_filter.c): candidates kept per record, 1 .. FS_FILTER_CANDIDATES
  * (<= 0 restores FS_FILTER_CANDIDATES), so that small inputs reach the second
  * pass; and a switch that sends every filtered row through the second pass.

@@ -205,20 +205,20 @@ int fs_cpu_filter_row(const fs_op_args *const *shards, int nshards, int64_t row,
     return 1;
 }
 
-void fs_cpu_filter_finish(const fs_op_args *a, const fs_row_desc *descs, fs_record *row_recs,
-                          const fs_cpu_filter_ws *w, uint32_t faults)
+void fs_cpu_filter_finish(const fs_op_args *const *parts, int nparts, const fs_row_desc *descs,
+                          fs_record *row_recs, const fs_cpu_filter_ws *w, uint32_t faults)
 {
+    const fs_op_args *a = parts[0];
     int32_t *out = a->params ? a->params->out_filter_fallback : NULL;
     int64_t requests = a->op == FS_OP_VERIFY ? a->drafts->num_requests : a->rows;
     for (int64_t r = 0; out && r < requests; ++r)
         out[r] = 0;
-    const fs_op_args *whole[1] = {a};
     for (int64_t i = 0; i < a->rows; ++i) {
         const fs_record *rec = &row_recs[i];
         if (!w->fdescs[i].active || fs_record_status(rec) != FS_ROW_OK)
             continue;
         fs_record kept;
-        int second = fs_cpu_filter_row(whole, 1, i, &descs[i], &w->fdescs[i], rec,
+        int second = fs_cpu_filter_row(parts, nparts, i, &descs[i], &w->fdescs[i], rec,
                                        &w->recs.row[i], g_force_second_pass, w->hist, &kept);
         if (faults & FS_FAULT_UNFILTERED_PX) {
             /* p(x) and the log-sum-exp of the unfiltered target */

@@ -44,8 +44,10 @@ void fs_cpu_filter_prepare(const fs_op_args *a, fs_row_desc *descs, int32_t *pre
 /* After the scan: each filtered row whose record is usable gets its kept
  * record in row_recs; params->out_filter_fallback (if given) is written for
  * every request.  faults: FS_FAULT_UNFILTERED_PX (cpu_backend.h). */
-void fs_cpu_filter_finish(const fs_op_args *a, const fs_row_desc *descs, fs_record *row_recs,
-                          const fs_cpu_filter_ws *w, uint32_t faults);
+/* parts[0 .. nparts) hold the op's vocabulary in order (one part: the whole
+ * of it; more: the shards of the tensor-parallel emulation). */
+void fs_cpu_filter_finish(const fs_op_args *const *parts, int nparts, const fs_row_desc *descs,
+                          fs_record *row_recs, const fs_cpu_filter_ws *w, uint32_t faults);
 
 /* One filtered row of a vocabulary held in nshards parts (shards[i] covers
  * its [vocab_offset, vocab_offset + vocab_size), offsets multiples of 16;

@@ -31,15 +31,10 @@ FS_DEFINE_DOT(dot_f32, float, widen_f32)
 FS_DEFINE_DOT(dot_f16, uint16_t, fs_f16_to_f32)
 FS_DEFINE_DOT(dot_bf16, uint16_t, fs_bf16_to_f32)
 
-static size_t dtype_size(fs_dtype d)
-{
-    return d == FS_DTYPE_F32 ? 4 : 2;
-}
-
 static float logit_fused(const fs_op_args *a, int64_t row, int64_t v)
 {
     int64_t d = a->head->hidden_dim;
-    size_t es = dtype_size(a->head->dtype);
+    size_t es = fs_dtype_bytes(a->head->dtype);
     const char *h = (const char *)a->hidden + (size_t)(row * d) * es;
     const char *w = (const char *)a->head->weight + (size_t)(v * d) * es;
     switch (a->head->dtype) {
@@ -51,7 +46,7 @@ static float logit_fused(const fs_op_args *a, int64_t row, int64_t v)
 
 static float logit_stored(const fs_op_args *a, int64_t row, int64_t v)
 {
-    size_t i = (size_t)(row * a->vocab_size + v);
+    size_t i = (size_t)(row * (a->logits_ld ? a->logits_ld : a->vocab_size) + v);
     switch (a->logits_dtype) {
     case FS_DTYPE_F32: return ((const float *)a->logits)[i];
     case FS_DTYPE_F16: return fs_f16_to_f32(((const uint16_t *)a->logits)[i]);

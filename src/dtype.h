@@ -4,8 +4,17 @@
 #ifndef FS_DTYPE_H
 #define FS_DTYPE_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "flashspec.h"
+
+/* Bytes of one element. */
+static inline size_t fs_dtype_bytes(fs_dtype d)
+{
+    return d == FS_DTYPE_F32 ? 4 : 2;
+}
 
 static inline float fs_bf16_to_f32(uint16_t h)
 {

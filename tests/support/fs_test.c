@@ -399,5 +399,6 @@ int fst_reset_hooks(void **state)
     fs_cpu_set_faults(FS_FAULT_NONE);
     fs_cpu_set_filter_candidates(0);
     fs_cpu_set_filter_second_pass(0);
+    fs_cpu_set_vocab_shards(0, NULL);
     return 0;
 }

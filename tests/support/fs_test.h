@@ -105,7 +105,7 @@ fs_status fst_verify(fs_context *ctx, const fs_lm_head *head, const void *hidden
 double fst_now(void);
 
 /* cmocka setup: restore the CPU backend's test hooks (tile size, faults,
- * filter candidates and second pass), so a failed test never leaves one set
+ * filter candidates and second pass, vocabulary shards), so a failed test never leaves one set
  * for the next. */
 int fst_reset_hooks(void **state);
 
