@@ -7,6 +7,7 @@
 #include "cpu_filter.h"
 #include "cpu_scan.h"
 #include "dtype.h"
+#include "ws_carve.h"
 #include "finalize.h"
 
 static int64_t g_tile = FS_CPU_DEFAULT_TILE;
@@ -53,34 +54,24 @@ typedef struct cpu_workspace {
     fs_filter_record *part_frecs;  /* [rows] */
 } cpu_workspace;
 
-static size_t align_up(size_t n)
-{
-    return (n + 63) & ~(size_t)63;
-}
-
+/* Fills w when base is given; returns the bytes either way. */
 static size_t carve(void *base, int64_t rows, int64_t requests, cpu_workspace *w)
 {
-    char *p = base;
-    size_t at = 0;
-    if (w) w->descs = (fs_row_desc *)(p + at);
-    at += align_up((size_t)rows * sizeof(fs_row_desc));
-    if (w) w->tile_recs = (fs_record *)(p + at);
-    at += align_up((size_t)rows * sizeof(fs_record));
-    if (w) w->row_recs = (fs_record *)(p + at);
-    at += align_up((size_t)rows * sizeof(fs_record));
-    if (w) w->pre_status = (int32_t *)(p + at);
-    at += align_up((size_t)requests * sizeof(int32_t));
-    if (w) w->scan_scratch = p + at;
-    at += align_up(fs_cpu_scan_scratch_bytes(rows));
-    if (w) w->filter = p + at;
-    at += align_up(fs_cpu_filter_ws_bytes(rows));
+    fs_carver c = {base, 0};
+    cpu_workspace l = {0};
+    l.descs = fs_carve(&c, (size_t)rows * sizeof(fs_row_desc));
+    l.tile_recs = fs_carve(&c, (size_t)rows * sizeof(fs_record));
+    l.row_recs = fs_carve(&c, (size_t)rows * sizeof(fs_record));
+    l.pre_status = fs_carve(&c, (size_t)requests * sizeof(int32_t));
+    l.scan_scratch = fs_carve(&c, fs_cpu_scan_scratch_bytes(rows));
+    l.filter = fs_carve(&c, fs_cpu_filter_ws_bytes(rows));
     if (g_nshards > 1) {
-        if (w) w->part_recs = (fs_record *)(p + at);
-        at += align_up((size_t)rows * sizeof(fs_record));
-        if (w) w->part_frecs = (fs_filter_record *)(p + at);
-        at += align_up((size_t)rows * sizeof(fs_filter_record));
+        l.part_recs = fs_carve(&c, (size_t)rows * sizeof(fs_record));
+        l.part_frecs = fs_carve(&c, (size_t)rows * sizeof(fs_filter_record));
     }
-    return at;
+    if (w)
+        *w = l;
+    return c.at;
 }
 
 size_t fs_cpu_workspace_bytes(fs_op op, int64_t rows, int64_t requests, int64_t vocab_size)

@@ -6,6 +6,7 @@
 
 #include "cpu_backend.h"
 #include "finalize.h"
+#include "ws_carve.h"
 
 static int g_cap = FS_FILTER_CANDIDATES;
 static int g_force_second_pass = 0;
@@ -20,28 +21,17 @@ void fs_cpu_set_filter_second_pass(int force)
     g_force_second_pass = force != 0;
 }
 
-static size_t align_up(size_t n)
-{
-    return (n + 63) & ~(size_t)63;
-}
-
 static size_t carve(void *base, int64_t rows, fs_cpu_filter_ws *w)
 {
-    char *p = base;
-    size_t at = 0;
+    fs_carver c = {base, 0};
+    fs_cpu_filter_ws l = {0};
+    l.fdescs = fs_carve(&c, (size_t)rows * sizeof(fs_filter_desc));
+    l.recs.tile = fs_carve(&c, (size_t)rows * sizeof(fs_filter_record));
+    l.recs.row = fs_carve(&c, (size_t)rows * sizeof(fs_filter_record));
+    l.hist = fs_carve(&c, sizeof(fs_filter_hist));
     if (w)
-        w->fdescs = (fs_filter_desc *)(p + at);
-    at += align_up((size_t)rows * sizeof(fs_filter_desc));
-    if (w)
-        w->recs.tile = (fs_filter_record *)(p + at);
-    at += align_up((size_t)rows * sizeof(fs_filter_record));
-    if (w)
-        w->recs.row = (fs_filter_record *)(p + at);
-    at += align_up((size_t)rows * sizeof(fs_filter_record));
-    if (w)
-        w->hist = (fs_filter_hist *)(p + at);
-    at += align_up(sizeof(fs_filter_hist));
-    return at;
+        *w = l;
+    return c.at;
 }
 
 size_t fs_cpu_filter_ws_bytes(int64_t rows)

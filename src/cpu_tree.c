@@ -5,27 +5,20 @@
 #include "cpu_backend.h"
 #include "cpu_scan.h"
 #include "tree_finalize.h"
-
-static size_t align_up(size_t n)
-{
-    return (n + 63) & ~(size_t)63;
-}
+#include "ws_carve.h"
 
 size_t fs_cpu_tree_carve(void *base, int64_t rows, int64_t requests, fs_cpu_tree_ws *w)
 {
-    char *p = base;
-    size_t at = 0;
-    if (w) w->rows = (fs_tree_row *)(p + at);
-    at += align_up((size_t)rows * sizeof(fs_tree_row));
-    if (w) w->tile_recs = (fs_tree_record *)(p + at);
-    at += align_up((size_t)rows * sizeof(fs_tree_record));
-    if (w) w->row_recs = (fs_tree_record *)(p + at);
-    at += align_up((size_t)rows * sizeof(fs_tree_record));
-    if (w) w->pre_status = (int32_t *)(p + at);
-    at += align_up((size_t)requests * sizeof(int32_t));
-    if (w) w->scan_scratch = p + at;
-    at += align_up(fs_cpu_scan_scratch_bytes(rows));
-    return at;
+    fs_carver c = {base, 0};
+    fs_cpu_tree_ws l = {0};
+    l.rows = fs_carve(&c, (size_t)rows * sizeof(fs_tree_row));
+    l.tile_recs = fs_carve(&c, (size_t)rows * sizeof(fs_tree_record));
+    l.row_recs = fs_carve(&c, (size_t)rows * sizeof(fs_tree_record));
+    l.pre_status = fs_carve(&c, (size_t)requests * sizeof(int32_t));
+    l.scan_scratch = fs_carve(&c, fs_cpu_scan_scratch_bytes(rows));
+    if (w)
+        *w = l;
+    return c.at;
 }
 
 size_t fs_cpu_tree_workspace_bytes(int64_t rows, int64_t requests)
