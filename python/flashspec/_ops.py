@@ -488,23 +488,10 @@ def verify(target_hidden: torch.Tensor, weight: torch.Tensor, draft_tokens: torc
     row_status int32 [R], logprobs float32 [R, max_drafts + 1] or None).
     """
     device, hidden, weight, head = _head(target_hidden, weight, "target_hidden")
-    requests, ntok, drafts, cu = _drafts(draft_tokens, cu_num_draft_tokens, device, "target_hidden")
-    _verify_rows_check("target_hidden", hidden.shape[0], ntok, requests)
-    md = _max_drafts(max_drafts, ntok)
-    vocab = weight.shape[0]
-    bias, mask = _bias_mask(logit_bias, allowed, hidden.shape[0], vocab, device, "target_hidden")
-    params, keep = _sampling(requests, device, "target_hidden", temperature, seed, offset, bias, mask)
-    tokens, emitted, status, logprobs = _verify_outputs(requests, md, device, return_logprobs)
-    if requests == 0:
-        return VerifyOutput(tokens, emitted, status, logprobs)
-    with _Call(device) as c:
-        ws, ws_bytes = c.ws(_C.verify_workspace_size(c.ctx.handle, requests, ntok, vocab))
-        _C.verify(c.ctx.handle, head, hidden.data_ptr(),
-                  (requests, ntok, md, drafts.data_ptr(), cu.data_ptr()), params, ws, ws_bytes,
-                  tokens.data_ptr(), emitted.data_ptr(),
-                  logprobs.data_ptr() if logprobs is not None else 0, status.data_ptr())
-    del keep
-    return VerifyOutput(tokens, emitted, status, logprobs)
+    return _verify_run("target_hidden", device, hidden.shape[0], weight.shape[0],
+                       lambda c, *rest: _C.verify(c.ctx.handle, head, hidden.data_ptr(), *rest),
+                       draft_tokens, cu_num_draft_tokens, temperature, seed, offset, logit_bias,
+                       allowed, return_logprobs, max_drafts)
 
 
 def verify_logits(target_logits: torch.Tensor, draft_tokens: torch.Tensor,
@@ -513,21 +500,32 @@ def verify_logits(target_logits: torch.Tensor, draft_tokens: torch.Tensor,
                   return_logprobs: bool = False, max_drafts: Optional[int] = None) -> VerifyOutput:
     """verify() over target logits [num_draft_tokens + R, V] already in memory."""
     device, logits = _logits("target_logits", target_logits)
-    requests, ntok, drafts, cu = _drafts(draft_tokens, cu_num_draft_tokens, device, "target_logits")
-    _verify_rows_check("target_logits", logits.shape[0], ntok, requests)
-    md = _max_drafts(max_drafts, ntok)
     vocab = logits.shape[1]
-    bias, mask = _bias_mask(logit_bias, allowed, logits.shape[0], vocab, device, "target_logits")
-    params, keep = _sampling(requests, device, "target_logits", temperature, seed, offset, bias, mask)
+    return _verify_run("target_logits", device, logits.shape[0], vocab,
+                       lambda c, *rest: _C.verify_logits(c.ctx.handle, logits.data_ptr(),
+                                                         _dtype_code(logits), vocab, *rest),
+                       draft_tokens, cu_num_draft_tokens, temperature, seed, offset, logit_bias,
+                       allowed, return_logprobs, max_drafts)
+
+
+def _verify_run(name, device, rows, vocab, call, draft_tokens, cu_num_draft_tokens, temperature,
+                seed, offset, logit_bias, allowed, return_logprobs, max_drafts) -> VerifyOutput:
+    """The checks, parameters, outputs and workspace both verify entries share;
+    call(c, drafts, params, ws, ws_bytes, tokens, emitted, logprobs, status)
+    runs the one library call that differs."""
+    requests, ntok, drafts, cu = _drafts(draft_tokens, cu_num_draft_tokens, device, name)
+    _verify_rows_check(name, rows, ntok, requests)
+    md = _max_drafts(max_drafts, ntok)
+    bias, mask = _bias_mask(logit_bias, allowed, rows, vocab, device, name)
+    params, keep = _sampling(requests, device, name, temperature, seed, offset, bias, mask)
     tokens, emitted, status, logprobs = _verify_outputs(requests, md, device, return_logprobs)
     if requests == 0:
         return VerifyOutput(tokens, emitted, status, logprobs)
     with _Call(device) as c:
         ws, ws_bytes = c.ws(_C.verify_workspace_size(c.ctx.handle, requests, ntok, vocab))
-        _C.verify_logits(c.ctx.handle, logits.data_ptr(), _dtype_code(logits), vocab,
-                         (requests, ntok, md, drafts.data_ptr(), cu.data_ptr()), params, ws,
-                         ws_bytes, tokens.data_ptr(), emitted.data_ptr(),
-                         logprobs.data_ptr() if logprobs is not None else 0, status.data_ptr())
+        call(c, (requests, ntok, md, drafts.data_ptr(), cu.data_ptr()), params, ws, ws_bytes,
+             tokens.data_ptr(), emitted.data_ptr(),
+             logprobs.data_ptr() if logprobs is not None else 0, status.data_ptr())
     del keep
     return VerifyOutput(tokens, emitted, status, logprobs)
 
