@@ -27,6 +27,7 @@
 #include "finalize.h"
 #include "fs_test.h"
 #include "naive_ref.h"
+#include "oracle_inputs.h"
 
 #define NEAR_TIE 1e-4
 #define LOGPROB_TOL 1e-4
@@ -35,67 +36,6 @@ static const fs_dtype DTYPES[3] = {FS_DTYPE_F32, FS_DTYPE_F16, FS_DTYPE_BF16};
 static const float TEMPS[6] = {0.0f, 0.5f, 1.0f, 2.0f, 0.7f, 1.5f};
 
 static long g_compared, g_near_filter, g_near_draw, g_filtered;
-static int g_count_only;
-static long g_mismatches;
-#define MISMATCH(...)              \
-    do {                           \
-        if (g_count_only)          \
-            ++g_mismatches;        \
-        else                       \
-            fail_msg(__VA_ARGS__); \
-    } while (0)
-
-/* ---- inputs ------------------------------------------------------------- */
-
-typedef struct inputs {
-    fs_dtype dt;
-    int fused;
-    int64_t rows, V, D;
-    void *logits;
-    void *weight, *hidden;
-    fs_lm_head head;
-    double *ref;
-} inputs;
-
-/* ties: logits are multiples of 1/4 in [-2, 2] (exact in every dtype), so
-   most scores share their value with many others */
-static void make_inputs(inputs *in, fs_dtype dt, int fused, int64_t rows, int64_t V, int64_t D,
-                        uint64_t seed, int ties)
-{
-    memset(in, 0, sizeof *in);
-    in->dt = dt;
-    in->fused = fused;
-    in->rows = rows;
-    in->V = V;
-    in->D = D;
-    if (fused) {
-        fst_gen_head(seed, V, D, rows, 3.0, dt, &in->weight, &in->hidden);
-        in->head.weight = in->weight;
-        in->head.vocab_size = V;
-        in->head.hidden_dim = D;
-        in->head.dtype = dt;
-        in->ref = ref_logits_fused(in->weight, in->hidden, dt, rows, V, D);
-        return;
-    }
-    float *l = fst_gen_logits(seed, rows, V, 3.0);
-    if (ties) {
-        fst_rng r;
-        fst_rng_seed(&r, seed ^ 0x71E5ull);
-        for (int64_t i = 0; i < rows * V; ++i)
-            l[i] = (float)(fst_randint(&r, 17) - 8) / 4.0f;
-    }
-    in->logits = fst_pack(l, (size_t)(rows * V), dt);
-    free(l);
-    in->ref = ref_logits_stored(in->logits, dt, rows, V);
-}
-
-static void free_inputs(inputs *in)
-{
-    free(in->logits);
-    free(in->weight);
-    free(in->hidden);
-    free(in->ref);
-}
 
 /* ---- parameters --------------------------------------------------------- */
 
@@ -107,68 +47,29 @@ static const float P_MENU[] = {0.95f, 0.9f, 0.8f, 0.5f, 0.2f, 1e-6f, 0.999f, 0.9
 static const float MINP_MENU[] = {0.01f, 0.05f, 0.1f, 0.3f, 0.9f, 0.999f, 1e-30f, 0.0f};
 #define NMENU(a) ((int64_t)(sizeof a / sizeof a[0]))
 
-typedef struct params {
-    float *T;
-    uint64_t *seed, *off;
-    float *bias;
-    uint32_t *allowed;
-    int32_t *k;
-    float *p, *mp;
-    int32_t *fallback;
-    fs_sampling s;
-} params;
-
 /* Per-request T / seed / offset and random filters (each filter on with
    probability 0.6) for the arrays in `arrays`; bias / mask for `rows` rows. */
-static void make_params(params *pp, int64_t requests, int64_t rows, int64_t V, int bias, int mask,
-                        uint64_t seed, unsigned arrays)
+static void make_filter_params(fst_params *pp, int64_t requests, int64_t rows, int64_t V,
+                               int bias, int mask, uint64_t seed, unsigned arrays)
 {
-    memset(pp, 0, sizeof *pp);
+    fst_params_alloc(pp, requests, 1);
     fst_rng r;
     fst_rng_seed(&r, seed ^ 0xF117E5ull);
-    pp->T = malloc(sizeof(float) * (size_t)requests);
-    pp->seed = malloc(sizeof(uint64_t) * (size_t)requests);
-    pp->off = malloc(sizeof(uint64_t) * (size_t)requests);
-    pp->k = malloc(sizeof(int32_t) * (size_t)requests);
-    pp->p = malloc(sizeof(float) * (size_t)requests);
-    pp->mp = malloc(sizeof(float) * (size_t)requests);
-    pp->fallback = malloc(sizeof(int32_t) * (size_t)requests);
     for (int64_t i = 0; i < requests; ++i) {
-        pp->T[i] = TEMPS[fst_randint(&r, 6)];
-        pp->seed[i] = fst_next(&r);
-        pp->off[i] = fst_next(&r) >> fst_randint(&r, 64);
+        fst_params_draw(pp, i, &r, TEMPS[fst_randint(&r, 6)]);
         int32_t k = K_MENU[fst_randint(&r, NMENU(K_MENU))];
-        pp->k[i] = k == -1 ? (int32_t)(V - 1) : k == -2 ? (int32_t)V : k == -3 ? 1 << 30 : k;
+        pp->top_k[i] = k == -1 ? (int32_t)(V - 1) : k == -2 ? (int32_t)V : k == -3 ? 1 << 30 : k;
         if (fst_unif(&r) < 0.4)
-            pp->k[i] = 0;
-        pp->p[i] = fst_unif(&r) < 0.6 ? P_MENU[fst_randint(&r, NMENU(P_MENU))] : 1.0f;
-        pp->mp[i] = fst_unif(&r) < 0.6 ? MINP_MENU[fst_randint(&r, NMENU(MINP_MENU))] : 0.0f;
+            pp->top_k[i] = 0;
+        pp->top_p[i] = fst_unif(&r) < 0.6 ? P_MENU[fst_randint(&r, NMENU(P_MENU))] : 1.0f;
+        pp->min_p[i] = fst_unif(&r) < 0.6 ? MINP_MENU[fst_randint(&r, NMENU(MINP_MENU))] : 0.0f;
         pp->fallback[i] = -7;
     }
-    pp->bias = bias ? fst_gen_bias(seed, rows, V) : NULL;
-    pp->allowed = mask ? fst_gen_allowed(seed, rows, V, 0.6) : NULL;
-    pp->s.temperature = pp->T;
-    pp->s.seed = pp->seed;
-    pp->s.offset = pp->off;
-    pp->s.logit_bias = pp->bias;
-    pp->s.allowed = pp->allowed;
-    pp->s.top_k = arrays & ARR_K ? pp->k : NULL;
-    pp->s.top_p = arrays & ARR_P ? pp->p : NULL;
-    pp->s.min_p = arrays & ARR_MINP ? pp->mp : NULL;
-    pp->s.out_filter_fallback = pp->fallback;
-}
-
-static void free_params(params *pp)
-{
-    free(pp->T);
-    free(pp->seed);
-    free(pp->off);
-    free(pp->bias);
-    free(pp->allowed);
-    free(pp->k);
-    free(pp->p);
-    free(pp->mp);
-    free(pp->fallback);
+    fst_params_finish(pp, rows, V, bias, mask, seed);
+    pp->p.top_k = arrays & ARR_K ? pp->top_k : NULL;
+    pp->p.top_p = arrays & ARR_P ? pp->top_p : NULL;
+    pp->p.min_p = arrays & ARR_MINP ? pp->min_p : NULL;
+    pp->p.out_filter_fallback = pp->fallback;
 }
 
 /* 1 when request r's row(s) filter: samples and some filter is on. */
@@ -178,23 +79,6 @@ static int filters_on(const fs_sampling *p, int64_t r, int64_t V)
         return 0;
     ref_filter f = ref_filter_of(p, r);
     return (f.top_k > 0 && f.top_k < V) || f.top_p < 1.0 || f.min_p > 0.0;
-}
-
-/* ---- running ------------------------------------------------------------ */
-
-static fs_status run_sample(fs_context *ctx, const inputs *in, const fs_sampling *p, int32_t *tok,
-                            float *lp, int32_t *st)
-{
-    return in->fused ? fst_sample(ctx, &in->head, in->hidden, in->rows, p, tok, lp, st)
-                     : fst_sample_logits(ctx, in->logits, in->dt, in->rows, in->V, p, tok, lp, st);
-}
-
-static fs_status run_verify(fs_context *ctx, const inputs *in, const fs_drafts *d,
-                            const fs_sampling *p, int32_t *tok, int32_t *nem, float *lp,
-                            int32_t *st)
-{
-    return in->fused ? fst_verify(ctx, &in->head, in->hidden, d, p, tok, nem, lp, st)
-                     : fst_verify_logits(ctx, in->logits, in->dt, in->V, d, p, tok, nem, lp, st);
 }
 
 /* Status the library must give: a pre-scan failure of the oracle stays,
@@ -209,7 +93,7 @@ static int32_t expected_status(int32_t oracle, const fs_sampling *p, int64_t r)
 
 /* ---- comparisons -------------------------------------------------------- */
 
-static void check_sample(const inputs *in, const fs_sampling *p, const int32_t *tok,
+static void check_sample(const fst_inputs *in, const fs_sampling *p, const int32_t *tok,
                          const float *lp, const int32_t *st, const char *label)
 {
     int64_t rows = in->rows, V = in->V;
@@ -241,16 +125,16 @@ static void check_sample(const inputs *in, const fs_sampling *p, const int32_t *
         }
         if (tok[r] == rt[r]) {
             if (lp && !(fabs((double)lp[r] - rl[r]) < LOGPROB_TOL))
-                MISMATCH("%s row %lld (T %g): token %d logprob %.7g, oracle %.7g", label,
-                         (long long)r, p->temperature[r], tok[r], lp[r], rl[r]);
+                FST_MISMATCH("%s row %lld (T %g): token %d logprob %.7g, oracle %.7g", label,
+                             (long long)r, p->temperature[r], tok[r], lp[r], rl[r]);
             continue;
         }
         double gap = ref_sample_gap(in->ref, V, &q, r, tok[r]);
         if (!(gap < NEAR_TIE)) {
             ref_filter f = ref_filter_of(p, r);
-            MISMATCH("%s row %lld (T %g, k %d p %g min_p %g): token %d, oracle %d, gap %.3g",
-                     label, (long long)r, p->temperature[r], f.top_k, f.top_p, f.min_p, tok[r],
-                     rt[r], gap);
+            FST_MISMATCH("%s row %lld (T %g, k %d p %g min_p %g): token %d, oracle %d, gap %.3g",
+                         label, (long long)r, p->temperature[r], f.top_k, f.top_p, f.min_p, tok[r],
+                         rt[r], gap);
             continue;
         }
         ++g_near_draw;
@@ -263,7 +147,7 @@ static void check_sample(const inputs *in, const fs_sampling *p, const int32_t *
     free(rl);
 }
 
-static void check_verify(const inputs *in, const fs_drafts *d, const fs_sampling *p,
+static void check_verify(const fst_inputs *in, const fs_drafts *d, const fs_sampling *p,
                          const int32_t *tok, const int32_t *nem, const float *lp,
                          const int32_t *st, const char *label)
 {
@@ -306,15 +190,16 @@ static void check_verify(const inputs *in, const fs_drafts *d, const fs_sampling
         if (same) {
             for (int64_t k = 0; l && k < nem[r]; ++k)
                 if (!(fabs((double)l[k] - rl[r * stride + k]) < LOGPROB_TOL))
-                    MISMATCH("%s request %lld pos %lld: logprob %.7g, oracle %.7g", label,
-                             (long long)r, (long long)k, l[k], rl[r * stride + k]);
+                    FST_MISMATCH("%s request %lld pos %lld: logprob %.7g, oracle %.7g", label,
+                                 (long long)r, (long long)k, l[k], rl[r * stride + k]);
             continue;
         }
         double gap = ref_verify_gap(in->ref, V, d, &q, r, t, nem[r]);
         if (!(gap < NEAR_TIE)) {
-            MISMATCH("%s request %lld (T %g): emitted %d (last %d), oracle %d (last %d), gap %.3g",
-                     label, (long long)r, p->temperature[r], nem[r], t[nem[r] - 1], rn[r],
-                     rt[r * stride + rn[r] - 1], gap);
+            FST_MISMATCH("%s request %lld (T %g): emitted %d (last %d), oracle %d (last %d), "
+                         "gap %.3g",
+                         label, (long long)r, p->temperature[r], nem[r], t[nem[r] - 1], rn[r],
+                         rt[r * stride + rn[r] - 1], gap);
             continue;
         }
         ++g_near_draw;
@@ -348,38 +233,21 @@ static long check_fallback(const fs_sampling *p, const int32_t *st, int64_t requ
 
 /* ---- drafts ------------------------------------------------------------- */
 
-typedef struct drafts_buf {
-    int32_t *tokens, *offsets;
-    int32_t *rows_of; /* n_r + 1 */
-    fs_drafts d;
-} drafts_buf;
-
 /* n_r in [0, maxd]; drafts: the target argmax, a token drawn from the
    filtered target (likely kept), or a uniform token (often cut). */
-static int64_t make_drafts(drafts_buf *db, int64_t R, int64_t maxd, int64_t V, uint64_t seed)
+static int64_t make_drafts(fst_drafts_buf *db, int64_t R, int64_t maxd, int64_t V,
+                           uint64_t seed)
 {
     fst_rng r;
     fst_rng_seed(&r, seed ^ 0xD4AF7ull);
-    db->offsets = malloc(sizeof(int32_t) * (size_t)(R + 1));
-    db->rows_of = malloc(sizeof(int32_t) * (size_t)R);
-    db->offsets[0] = 0;
-    for (int64_t i = 0; i < R; ++i) {
-        db->offsets[i + 1] = db->offsets[i] + (int32_t)fst_randint(&r, maxd + 1);
-        db->rows_of[i] = db->offsets[i + 1] - db->offsets[i] + 1;
-    }
-    int64_t ndt = db->offsets[R];
-    db->tokens = malloc(sizeof(int32_t) * (size_t)(ndt + 1));
-    for (int64_t i = 0; i < ndt; ++i)
+    int64_t rows = fst_drafts_layout(db, R, maxd, &r, 0);
+    for (int64_t i = 0; i < db->d.num_draft_tokens; ++i)
         db->tokens[i] = (int32_t)fst_randint(&r, V);
-    db->d.num_requests = R;
-    db->d.num_draft_tokens = ndt;
-    db->d.max_drafts = maxd;
-    db->d.draft_tokens = db->tokens;
-    db->d.draft_offsets = db->offsets;
-    return ndt + R;
+    return rows;
 }
 
-static void choose_drafts(drafts_buf *db, const inputs *in, const fs_sampling *p, uint64_t seed)
+static void choose_drafts(fst_drafts_buf *db, const fst_inputs *in, const fs_sampling *p,
+                          uint64_t seed)
 {
     fst_rng r;
     fst_rng_seed(&r, seed ^ 0xC401CEull);
@@ -414,13 +282,6 @@ static void choose_drafts(drafts_buf *db, const inputs *in, const fs_sampling *p
     free(logp);
 }
 
-static void free_drafts(drafts_buf *db)
-{
-    free(db->tokens);
-    free(db->offsets);
-    free(db->rows_of);
-}
-
 /* ---- tests -------------------------------------------------------------- */
 
 static const unsigned ARRAYS[7] = {ARR_ALL, ARR_K, ARR_P, ARR_MINP, ARR_K | ARR_P,
@@ -430,26 +291,26 @@ static long sample_case(fs_context *ctx, fs_dtype dt, int fused, int64_t rows, i
                         int64_t D, int bias, int mask, uint64_t seed, int ties, unsigned arrays,
                         const char *what)
 {
-    inputs in;
-    params pp;
-    make_inputs(&in, dt, fused, rows, V, D, seed, ties);
-    make_params(&pp, rows, rows, V, bias, mask, seed, arrays);
+    fst_inputs in;
+    fst_params pp;
+    fst_make_inputs(&in, dt, fused, rows, V, D, seed, ties);
+    make_filter_params(&pp, rows, rows, V, bias, mask, seed, arrays);
     int32_t *tok = malloc(sizeof(int32_t) * (size_t)rows), *st = malloc(sizeof(int32_t) * (size_t)rows);
     float *lp = malloc(sizeof(float) * (size_t)rows);
     char label[160];
     snprintf(label, sizeof label, "%s %s %s V%lld bias%d mask%d ties%d arrays%u", what,
              fst_dtype_name(dt), fused ? "fused" : "logits", (long long)V, bias, mask, ties,
              arrays);
-    fs_status s = run_sample(ctx, &in, &pp.s, tok, lp, st);
+    fs_status s = fst_run_sample(ctx, &in, &pp.p, tok, lp, st);
     if (s != FS_OK && s != FS_ERR_INVALID_ROWS)
         fail_msg("%s: %s (%s)", label, fs_status_string(s), fs_context_last_error(ctx));
-    check_sample(&in, &pp.s, tok, lp, st, label);
-    long fb = check_fallback(&pp.s, st, rows, V, NULL, 0, label);
+    check_sample(&in, &pp.p, tok, lp, st, label);
+    long fb = check_fallback(&pp.p, st, rows, V, NULL, 0, label);
     free(tok);
     free(st);
     free(lp);
-    free_params(&pp);
-    free_inputs(&in);
+    fst_free_params(&pp);
+    fst_free_inputs(&in);
     return fb;
 }
 
@@ -513,34 +374,34 @@ static void test_second_pass_vs_oracle(void **state)
         for (int bm = 0; bm < 4; ++bm) {
             uint64_t seed = 700 + (uint64_t)(fused * 4 + bm);
             fs_dtype dt = fused ? FS_DTYPE_BF16 : FS_DTYPE_F32;
-            inputs in;
-            params pp;
-            make_inputs(&in, dt, fused, rows, V, 9, seed, 0);
-            make_params(&pp, rows, rows, V, bm & 1, bm >> 1, seed, ARR_ALL);
+            fst_inputs in;
+            fst_params pp;
+            fst_make_inputs(&in, dt, fused, rows, V, 9, seed, 0);
+            make_filter_params(&pp, rows, rows, V, bm & 1, bm >> 1, seed, ARR_ALL);
             int32_t tok0[60], st0[60], tok[60], st[60];
             float lp0[60], lp[60];
             fs_cpu_set_filter_candidates(0);
-            run_sample(ctx, &in, &pp.s, tok0, lp0, st0);
-            check_sample(&in, &pp.s, tok0, lp0, st0, "default cap");
+            fst_run_sample(ctx, &in, &pp.p, tok0, lp0, st0);
+            check_sample(&in, &pp.p, tok0, lp0, st0, "default cap");
             for (int ci = 0; ci <= 5; ++ci) {
                 int forced = ci == 5;
                 fs_cpu_set_filter_candidates(forced ? 0 : caps[ci]);
                 fs_cpu_set_filter_second_pass(forced);
-                fs_status s = run_sample(ctx, &in, &pp.s, tok, lp, st);
+                fs_status s = fst_run_sample(ctx, &in, &pp.p, tok, lp, st);
                 fs_cpu_set_filter_second_pass(0);
                 assert_true(s == FS_OK || s == FS_ERR_INVALID_ROWS);
                 char label[96];
                 snprintf(label, sizeof label, "%s cap %d bias%d mask%d",
                          fused ? "fused" : "logits", forced ? 64 : caps[ci], bm & 1, bm >> 1);
-                check_sample(&in, &pp.s, tok, lp, st, label);
-                fb_total += check_fallback(&pp.s, st, rows, V, NULL, forced, label);
+                check_sample(&in, &pp.p, tok, lp, st, label);
+                fb_total += check_fallback(&pp.p, st, rows, V, NULL, forced, label);
                 if (!forced)
                     continue;
                 int64_t req[60];
                 unsigned char near[60];
                 for (int r = 0; r < 60; ++r)
                     req[r] = r;
-                free(ref_filter_mask(in.ref, rows, V, &pp.s, req, near));
+                free(ref_filter_mask(in.ref, rows, V, &pp.p, req, near));
                 for (int r = 0; r < 60; ++r) {
                     if (near[r])
                         continue;
@@ -550,8 +411,8 @@ static void test_second_pass_vs_oracle(void **state)
                                  lp0[r]);
                 }
             }
-            free_params(&pp);
-            free_inputs(&in);
+            fst_free_params(&pp);
+            fst_free_inputs(&in);
         }
     print_message("small caps / forced: %ld second-pass rows compared\n", fb_total);
     assert_true(fb_total > 500);
@@ -561,20 +422,20 @@ static void test_second_pass_vs_oracle(void **state)
 static void verify_case(fs_context *ctx, fs_dtype dt, int fused, int64_t R, int64_t V, int64_t D,
                         int bias, int mask, uint64_t seed, int cap, int forced)
 {
-    drafts_buf db;
+    fst_drafts_buf db;
     int64_t rows = make_drafts(&db, R, 4, V, seed);
-    inputs in;
-    params pp;
-    make_inputs(&in, dt, fused, rows, V, D, seed, 0);
-    make_params(&pp, R, rows, V, bias, mask, seed, ARRAYS[seed % 7]);
-    choose_drafts(&db, &in, &pp.s, seed);
+    fst_inputs in;
+    fst_params pp;
+    fst_make_inputs(&in, dt, fused, rows, V, D, seed, 0);
+    make_filter_params(&pp, R, rows, V, bias, mask, seed, ARRAYS[seed % 7]);
+    choose_drafts(&db, &in, &pp.p, seed);
     int64_t stride = 5;
     int32_t *tok = malloc(sizeof(int32_t) * (size_t)(R * stride));
     float *lp = malloc(sizeof(float) * (size_t)(R * stride));
     int32_t *nem = malloc(sizeof(int32_t) * (size_t)R), *st = malloc(sizeof(int32_t) * (size_t)R);
     fs_cpu_set_filter_candidates(cap);
     fs_cpu_set_filter_second_pass(forced);
-    fs_status s = run_verify(ctx, &in, &db.d, &pp.s, tok, nem, lp, st);
+    fs_status s = fst_run_verify(ctx, &in, &db.d, &pp.p, tok, nem, lp, st);
     fs_cpu_set_filter_second_pass(0);
     fs_cpu_set_filter_candidates(0);
     assert_true(s == FS_OK || s == FS_ERR_INVALID_ROWS);
@@ -582,15 +443,15 @@ static void verify_case(fs_context *ctx, fs_dtype dt, int fused, int64_t R, int6
     snprintf(label, sizeof label, "verify %s %s V%lld bias%d mask%d cap%d forced%d",
              fst_dtype_name(dt), fused ? "fused" : "logits", (long long)V, bias, mask, cap,
              forced);
-    check_verify(&in, &db.d, &pp.s, tok, nem, lp, st, label);
-    check_fallback(&pp.s, st, R, V, db.rows_of, forced, label);
+    check_verify(&in, &db.d, &pp.p, tok, nem, lp, st, label);
+    check_fallback(&pp.p, st, R, V, db.rows_of, forced, label);
     free(tok);
     free(lp);
     free(nem);
     free(st);
-    free_params(&pp);
-    free_inputs(&in);
-    free_drafts(&db);
+    fst_free_params(&pp);
+    fst_free_inputs(&in);
+    fst_free_drafts(&db);
 }
 
 static void test_verify_vs_oracle(void **state)
@@ -985,8 +846,8 @@ static void test_shards(void **state)
     fs_context *ctx = fst_cpu_ctx();
     const int64_t rows = 40, V = 1013;
     float *l = fst_gen_logits(777, rows, V, 3.0);
-    params pp;
-    make_params(&pp, rows, rows, V, 1, 1, 777, ARR_ALL);
+    fst_params pp;
+    make_filter_params(&pp, rows, rows, V, 1, 1, 777, ARR_ALL);
     for (int r = 0; r < rows; ++r)
         if (pp.T[r] == 0.0f)
             pp.T[r] = 1.0f;
@@ -996,12 +857,12 @@ static void test_shards(void **state)
     for (int ci = 0; ci < 2; ++ci) {
         int cap = ci ? 4 : FS_FILTER_CANDIDATES;
         fs_cpu_set_filter_candidates(cap);
-        assert_int_equal(fst_sample_logits(ctx, l, FS_DTYPE_F32, rows, V, &pp.s, tok0, lp0, st0),
+        assert_int_equal(fst_sample_logits(ctx, l, FS_DTYPE_F32, rows, V, &pp.p, tok0, lp0, st0),
                          FS_OK);
         for (int r = 0; r < rows; ++r)
             second += pp.fallback[r];
         for (int nsh = 2; nsh <= 4; ++nsh) {
-            sharded_sample(l, rows, V, &pp.s, nsh, cap, tok, lp, st);
+            sharded_sample(l, rows, V, &pp.p, nsh, cap, tok, lp, st);
             for (int r = 0; r < rows; ++r) {
                 if (tok[r] != tok0[r] || st[r] != st0[r])
                     fail_msg("%d shards, cap %d, row %d: token %d (status %d), unsharded %d (%d)",
@@ -1013,7 +874,7 @@ static void test_shards(void **state)
     print_message("shards: %ld rows took the second pass\n", second);
     assert_true(second >= 10);
     free(l);
-    free_params(&pp);
+    fst_free_params(&pp);
     fs_context_destroy(ctx);
 }
 
@@ -1027,55 +888,55 @@ static void test_oracle_detects_faults(void **state)
     (void)state;
     fs_context *ctx = fst_cpu_ctx();
     const int64_t rows = 200, V = 97;
-    inputs in;
-    params pp;
-    make_inputs(&in, FS_DTYPE_F32, 0, rows, V, 1, 6000, 0);
-    make_params(&pp, rows, rows, V, 0, 0, 6000, ARR_K);
+    fst_inputs in;
+    fst_params pp;
+    fst_make_inputs(&in, FS_DTYPE_F32, 0, rows, V, 1, 6000, 0);
+    make_filter_params(&pp, rows, rows, V, 0, 0, 6000, ARR_K);
     int32_t k1[200], tok[200], st[200];
     float lp[200];
     for (int r = 0; r < rows; ++r) {
         pp.T[r] = 1.0f;
-        pp.k[r] = 1 + r % 5;
-        k1[r] = pp.k[r] + 1;
+        pp.top_k[r] = 1 + r % 5;
+        k1[r] = pp.top_k[r] + 1;
     }
-    fs_sampling wrong = pp.s;
+    fs_sampling wrong = pp.p;
     wrong.top_k = k1;
     assert_int_equal(fst_sample_logits(ctx, in.logits, in.dt, rows, V, &wrong, tok, lp, st), FS_OK);
-    g_count_only = 1;
-    g_mismatches = 0;
-    check_sample(&in, &pp.s, tok, lp, st, "k off by one");
-    long k_mm = g_mismatches;
-    free_params(&pp);
-    free_inputs(&in);
+    fst_count_only = 1;
+    fst_mismatches = 0;
+    check_sample(&in, &pp.p, tok, lp, st, "k off by one");
+    long k_mm = fst_mismatches;
+    fst_free_params(&pp);
+    fst_free_inputs(&in);
 
-    drafts_buf db;
+    fst_drafts_buf db;
     const int64_t R = 200;
     int64_t vrows = make_drafts(&db, R, 3, V, 6100);
-    make_inputs(&in, FS_DTYPE_F32, 0, vrows, V, 1, 6100, 0);
-    make_params(&pp, R, vrows, V, 0, 0, 6100, ARR_P);
+    fst_make_inputs(&in, FS_DTYPE_F32, 0, vrows, V, 1, 6100, 0);
+    make_filter_params(&pp, R, vrows, V, 0, 0, 6100, ARR_P);
     for (int r = 0; r < R; ++r) {
         pp.T[r] = 1.0f;
-        pp.p[r] = 0.5f;
+        pp.top_p[r] = 0.5f;
     }
-    choose_drafts(&db, &in, &pp.s, 6100);
+    choose_drafts(&db, &in, &pp.p, 6100);
     int32_t vt[200 * 4], vn[200], vs[200];
     float vl[200 * 4];
     fs_cpu_set_faults(FS_FAULT_UNFILTERED_PX);
-    assert_int_equal(run_verify(ctx, &in, &db.d, &pp.s, vt, vn, vl, vs), FS_OK);
+    assert_int_equal(fst_run_verify(ctx, &in, &db.d, &pp.p, vt, vn, vl, vs), FS_OK);
     fs_cpu_set_faults(FS_FAULT_NONE);
-    g_mismatches = 0;
-    check_verify(&in, &db.d, &pp.s, vt, vn, vl, vs, "unfiltered p(x)");
-    long px_mm = g_mismatches;
-    g_count_only = 0;
+    fst_mismatches = 0;
+    check_verify(&in, &db.d, &pp.p, vt, vn, vl, vs, "unfiltered p(x)");
+    long px_mm = fst_mismatches;
+    fst_count_only = 0;
     print_message("injected: %ld mismatches for k + 1, %ld for the unfiltered p(x)\n", k_mm, px_mm);
     assert_true(k_mm >= 20);
     assert_true(px_mm >= 20);
     /* without the fault the same inputs agree */
-    assert_int_equal(run_verify(ctx, &in, &db.d, &pp.s, vt, vn, vl, vs), FS_OK);
-    check_verify(&in, &db.d, &pp.s, vt, vn, vl, vs, "fault-free verify");
-    free_params(&pp);
-    free_inputs(&in);
-    free_drafts(&db);
+    assert_int_equal(fst_run_verify(ctx, &in, &db.d, &pp.p, vt, vn, vl, vs), FS_OK);
+    check_verify(&in, &db.d, &pp.p, vt, vn, vl, vs, "fault-free verify");
+    fst_free_params(&pp);
+    fst_free_inputs(&in);
+    fst_free_drafts(&db);
     fs_context_destroy(ctx);
 }
 

@@ -21,141 +21,18 @@
 #include "dtype.h"
 #include "fs_test.h"
 #include "naive_ref.h"
+#include "oracle_inputs.h"
 
 #define NEAR_TIE 1e-4
 #define LOGPROB_TOL 1e-4
 
 static const fs_dtype DTYPES[3] = {FS_DTYPE_F32, FS_DTYPE_F16, FS_DTYPE_BF16};
-static const float TEMPS[5] = {0.0f, 0.5f, 1.0f, 2.0f, 0.7f};
 
 /* global tallies, printed at the end */
 static long g_compared, g_near_ties;
-/* meta-test mode: count hard mismatches instead of failing on them */
-static int g_count_only;
-static long g_mismatches;
-#define MISMATCH(...)                 \
-    do {                              \
-        if (g_count_only) {           \
-            ++g_mismatches;           \
-        } else {                      \
-            fail_msg(__VA_ARGS__);    \
-        }                             \
-    } while (0)
-
-/* ---- inputs ------------------------------------------------------------- */
-
-typedef struct inputs {
-    fs_dtype dt;
-    int fused;
-    int64_t rows, V, D;
-    void *logits;          /* [rows, V] in dt (logits variants) */
-    void *weight, *hidden; /* fused */
-    fs_lm_head head;
-    double *ref; /* [rows, V] oracle logits */
-} inputs;
-
-static void make_inputs(inputs *in, fs_dtype dt, int fused, int64_t rows, int64_t V, int64_t D,
-                        uint64_t seed)
-{
-    memset(in, 0, sizeof *in);
-    in->dt = dt;
-    in->fused = fused;
-    in->rows = rows;
-    in->V = V;
-    in->D = D;
-    if (fused) {
-        fst_gen_head(seed, V, D, rows, 3.0, dt, &in->weight, &in->hidden);
-        in->head.weight = in->weight;
-        in->head.vocab_size = V;
-        in->head.hidden_dim = D;
-        in->head.dtype = dt;
-        in->ref = ref_logits_fused(in->weight, in->hidden, dt, rows, V, D);
-    } else {
-        float *l = fst_gen_logits(seed, rows, V, 3.0);
-        in->logits = fst_pack(l, (size_t)(rows * V), dt);
-        free(l);
-        in->ref = ref_logits_stored(in->logits, dt, rows, V);
-    }
-}
-
-static void free_inputs(inputs *in)
-{
-    free(in->logits);
-    free(in->weight);
-    free(in->hidden);
-    free(in->ref);
-}
-
-/* ---- parameters --------------------------------------------------------- */
-
-typedef struct params {
-    float *T;
-    uint64_t *seed, *off;
-    float *bias;
-    uint32_t *allowed;
-    fs_sampling p;
-} params;
-
-/* per-request T/seed/offset for `requests`, bias/mask for `rows` rows */
-static void make_params(params *pp, int64_t requests, int64_t rows, int64_t V, int bias,
-                        int mask, uint64_t seed)
-{
-    memset(pp, 0, sizeof *pp);
-    fst_rng r;
-    fst_rng_seed(&r, seed);
-    pp->T = malloc(sizeof(float) * (size_t)requests);
-    pp->seed = malloc(sizeof(uint64_t) * (size_t)requests);
-    pp->off = malloc(sizeof(uint64_t) * (size_t)requests);
-    for (int64_t i = 0; i < requests; ++i) {
-        pp->T[i] = TEMPS[(i + (int64_t)seed) % 5];
-        pp->seed[i] = fst_next(&r);
-        pp->off[i] = fst_next(&r) >> fst_randint(&r, 64);
-    }
-    pp->bias = bias ? fst_gen_bias(seed, rows, V) : NULL;
-    pp->allowed = mask ? fst_gen_allowed(seed, rows, V, 0.6) : NULL;
-    pp->p.temperature = pp->T;
-    pp->p.seed = pp->seed;
-    pp->p.offset = pp->off;
-    pp->p.logit_bias = pp->bias;
-    pp->p.allowed = pp->allowed;
-}
-
-static void free_params(params *pp)
-{
-    free(pp->T);
-    free(pp->seed);
-    free(pp->off);
-    free(pp->bias);
-    free(pp->allowed);
-}
-
-/* ---- running ------------------------------------------------------------ */
-
-static fs_status run_sample(fs_context *ctx, const inputs *in, const fs_sampling *p, int32_t *tok,
-                            float *lp, int32_t *st)
-{
-    return in->fused ? fst_sample(ctx, &in->head, in->hidden, in->rows, p, tok, lp, st)
-                     : fst_sample_logits(ctx, in->logits, in->dt, in->rows, in->V, p, tok, lp, st);
-}
-
-static fs_status run_argmax(fs_context *ctx, const inputs *in, int32_t *tok, float *val,
-                            int32_t *st)
-{
-    return in->fused ? fst_argmax(ctx, &in->head, in->hidden, in->rows, tok, val, st)
-                     : fst_argmax_logits(ctx, in->logits, in->dt, in->rows, in->V, tok, val, st);
-}
-
-static fs_status run_verify(fs_context *ctx, const inputs *in, const fs_drafts *d,
-                            const fs_sampling *p, int32_t *tok, int32_t *nem, float *lp,
-                            int32_t *st)
-{
-    return in->fused ? fst_verify(ctx, &in->head, in->hidden, d, p, tok, nem, lp, st)
-                     : fst_verify_logits(ctx, in->logits, in->dt, in->V, d, p, tok, nem, lp, st);
-}
-
 /* ---- comparisons -------------------------------------------------------- */
 
-static void check_sample(const inputs *in, const fs_sampling *p, const int32_t *tok,
+static void check_sample(const fst_inputs *in, const fs_sampling *p, const int32_t *tok,
                          const float *lp, const int32_t *st, const char *label)
 {
     int64_t rows = in->rows;
@@ -175,14 +52,14 @@ static void check_sample(const inputs *in, const fs_sampling *p, const int32_t *
         }
         if (tok[r] == rt[r]) {
             if (lp && !(fabs((double)lp[r] - rl[r]) < LOGPROB_TOL))
-                MISMATCH("%s row %lld (T %g): token %d logprob %.7g, oracle %.7g", label,
-                         (long long)r, p->temperature[r], tok[r], lp[r], rl[r]);
+                FST_MISMATCH("%s row %lld (T %g): token %d logprob %.7g, oracle %.7g", label,
+                             (long long)r, p->temperature[r], tok[r], lp[r], rl[r]);
             continue;
         }
         double gap = ref_sample_gap(in->ref, in->V, p, r, tok[r]);
         if (!(gap < NEAR_TIE)) {
-            MISMATCH("%s row %lld (T %g): token %d, oracle %d, key gap %.3g (not a near-tie)",
-                     label, (long long)r, p->temperature[r], tok[r], rt[r], gap);
+            FST_MISMATCH("%s row %lld (T %g): token %d, oracle %d, key gap %.3g (not a near-tie)",
+                         label, (long long)r, p->temperature[r], tok[r], rt[r], gap);
             continue;
         }
         print_message("%s row %lld: near-tie %d vs %d (gap %.3g)\n", label, (long long)r, tok[r],
@@ -194,7 +71,7 @@ static void check_sample(const inputs *in, const fs_sampling *p, const int32_t *
     free(rl);
 }
 
-static void check_verify(const inputs *in, const fs_drafts *d, const fs_sampling *p,
+static void check_verify(const fst_inputs *in, const fs_drafts *d, const fs_sampling *p,
                          const int32_t *tok, const int32_t *nem, const float *lp,
                          const int32_t *st, const char *label)
 {
@@ -231,22 +108,21 @@ static void check_verify(const inputs *in, const fs_drafts *d, const fs_sampling
         if (same) {
             for (int64_t k = 0; l && k < nem[r]; ++k)
                 if (!(fabs((double)l[k] - rl[r * stride + k]) < LOGPROB_TOL))
-                    MISMATCH("%s request %lld (T %g) pos %lld: token %d logprob %.7g, oracle "
-                             "%.7g",
-                             label, (long long)r, p->temperature[r], (long long)k, t[k], l[k],
-                             rl[r * stride + k]);
+                    FST_MISMATCH("%s request %lld (T %g) pos %lld: token %d logprob %.7g, oracle "
+                                 "%.7g",
+                                 label, (long long)r, p->temperature[r], (long long)k, t[k], l[k],
+                                 rl[r * stride + k]);
             continue;
         }
         double gap = ref_verify_gap(in->ref, in->V, d, p, r, t, nem[r]);
         if (!(gap < NEAR_TIE)) {
-            char a[256] = "", b[256] = "";
-            for (int64_t k = 0; k < stride; ++k) {
-                snprintf(a + strlen(a), sizeof a - strlen(a), " %d", t[k]);
-                snprintf(b + strlen(b), sizeof b - strlen(b), " %d", rt[r * stride + k]);
-            }
-            MISMATCH("%s request %lld (T %g, n %d): emitted %d [%s ], oracle %d [%s ], gap %.3g",
-                     label, (long long)r, p->temperature[r],
-                     d->draft_offsets[r + 1] - d->draft_offsets[r], nem[r], a, rn[r], b, gap);
+            char a[256], b[256];
+            fst_token_list(a, sizeof a, t, stride);
+            fst_token_list(b, sizeof b, rt + r * stride, stride);
+            FST_MISMATCH("%s request %lld (T %g, n %d): emitted %d [%s ], oracle %d [%s ], "
+                         "gap %.3g",
+                         label, (long long)r, p->temperature[r],
+                         d->draft_offsets[r + 1] - d->draft_offsets[r], nem[r], a, rn[r], b, gap);
             continue;
         }
         print_message("%s request %lld: near-tie (gap %.3g)\n", label, (long long)r, gap);
@@ -260,34 +136,19 @@ static void check_verify(const inputs *in, const fs_drafts *d, const fs_sampling
 
 /* ---- ragged drafts ------------------------------------------------------ */
 
-typedef struct drafts_buf {
-    int32_t *tokens, *offsets;
-    fs_drafts d;
-} drafts_buf;
-
-/* Layout only: n_r in [0, maxd] (the first request always 0 drafts). */
-static int64_t make_layout(drafts_buf *db, int64_t R, int64_t maxd, uint64_t seed)
+/* n_r in [0, maxd] (the first request always 0 drafts). */
+static int64_t make_layout(fst_drafts_buf *db, int64_t R, int64_t maxd, uint64_t seed)
 {
     fst_rng r;
     fst_rng_seed(&r, seed ^ 0xD4AF7ull);
-    db->offsets = malloc(sizeof(int32_t) * (size_t)(R + 1));
-    db->offsets[0] = 0;
-    for (int64_t i = 0; i < R; ++i)
-        db->offsets[i + 1] = db->offsets[i] + (i == 0 ? 0 : (int32_t)fst_randint(&r, maxd + 1));
-    int64_t ndt = db->offsets[R];
-    db->tokens = malloc(sizeof(int32_t) * (size_t)(ndt + 1));
-    db->d.num_requests = R;
-    db->d.num_draft_tokens = ndt;
-    db->d.max_drafts = maxd;
-    db->d.draft_tokens = db->tokens;
-    db->d.draft_offsets = db->offsets;
-    return ndt + R;
+    return fst_drafts_layout(db, R, maxd, &r, 1);
 }
 
 /* Draft tokens from the oracle's target rows: the target argmax (likely to
  * be accepted), a token sampled from the target, a uniform token, or a
  * masked one -- so paths stop at every position. */
-static void choose_drafts(drafts_buf *db, const inputs *in, const fs_sampling *p, uint64_t seed)
+static void choose_drafts(fst_drafts_buf *db, const fst_inputs *in, const fs_sampling *p,
+                          uint64_t seed)
 {
     fst_rng r;
     fst_rng_seed(&r, seed ^ 0xC401CEull);
@@ -329,12 +190,6 @@ static void choose_drafts(drafts_buf *db, const inputs *in, const fs_sampling *p
             db->tokens[i] = x;
         }
     free(logp);
-}
-
-static void free_drafts(drafts_buf *db)
-{
-    free(db->tokens);
-    free(db->offsets);
 }
 
 /* ---- tests -------------------------------------------------------------- */
@@ -380,27 +235,27 @@ static void sample_grid(int64_t V, int64_t D, int64_t rows, uint64_t seed0)
         for (int fused = 0; fused < 2; ++fused)
             for (int bm = 0; bm < 4; ++bm) {
                 ++seed;
-                inputs in;
-                params pp;
-                make_inputs(&in, DTYPES[di], fused, rows, V, D, seed);
-                make_params(&pp, rows, rows, V, bm & 1, bm >> 1, seed);
+                fst_inputs in;
+                fst_params pp;
+                fst_make_inputs(&in, DTYPES[di], fused, rows, V, D, seed, 0);
+                fst_make_params(&pp, rows, rows, V, bm & 1, bm >> 1, seed);
                 if (bm == 2)
                     pp.p.offset = NULL; /* optional: all 0 */
                 char label[128];
                 snprintf(label, sizeof label, "sample %s %s V%lld D%lld bias%d mask%d",
                          fst_dtype_name(DTYPES[di]), fused ? "fused" : "logits", (long long)V,
                          (long long)D, bm & 1, bm >> 1);
-                fs_status s = run_sample(ctx, &in, &pp.p, tok, lp, st);
+                fs_status s = fst_run_sample(ctx, &in, &pp.p, tok, lp, st);
                 if (s != FS_OK)
                     fail_msg("%s: %s (%s)", label, fs_status_string(s), fs_context_last_error(ctx));
                 check_sample(&in, &pp.p, tok, lp, st, label);
                 /* out_logprobs is optional and changes nothing */
                 int32_t *tok2 = malloc(sizeof(int32_t) * (size_t)rows);
-                assert_int_equal(run_sample(ctx, &in, &pp.p, tok2, NULL, st), FS_OK);
+                assert_int_equal(fst_run_sample(ctx, &in, &pp.p, tok2, NULL, st), FS_OK);
                 assert_memory_equal(tok, tok2, sizeof(int32_t) * (size_t)rows);
                 free(tok2);
-                free_params(&pp);
-                free_inputs(&in);
+                fst_free_params(&pp);
+                fst_free_inputs(&in);
             }
     free(tok);
     free(st);
@@ -443,9 +298,9 @@ static void argmax_grid(int64_t V, int64_t D, int64_t rows, uint64_t seed)
     double *rv = malloc(sizeof(double) * (size_t)rows), *rm = malloc(sizeof(double) * (size_t)rows);
     for (int di = 0; di < 3; ++di)
         for (int fused = 0; fused < 2; ++fused) {
-            inputs in;
-            make_inputs(&in, DTYPES[di], fused, rows, V, D, ++seed);
-            assert_int_equal(run_argmax(ctx, &in, tok, val, st), FS_OK);
+            fst_inputs in;
+            fst_make_inputs(&in, DTYPES[di], fused, rows, V, D, ++seed, 0);
+            assert_int_equal(fst_run_argmax(ctx, &in, tok, val, st), FS_OK);
             ref_argmax(in.ref, rows, V, rt, rv, rs, rm);
             for (int64_t r = 0; r < rows; ++r) {
                 ++g_compared;
@@ -467,10 +322,10 @@ static void argmax_grid(int64_t V, int64_t D, int64_t rows, uint64_t seed)
             }
             /* out_logits optional */
             int32_t *tok2 = malloc(sizeof(int32_t) * (size_t)rows);
-            assert_int_equal(run_argmax(ctx, &in, tok2, NULL, st), FS_OK);
+            assert_int_equal(fst_run_argmax(ctx, &in, tok2, NULL, st), FS_OK);
             assert_memory_equal(tok, tok2, sizeof(int32_t) * (size_t)rows);
             free(tok2);
-            free_inputs(&in);
+            fst_free_inputs(&in);
         }
     free(tok);
     free(st);
@@ -499,15 +354,15 @@ static void verify_grid(int64_t V, int64_t D, int64_t R, int64_t maxd, uint64_t 
         for (int fused = 0; fused < 2; ++fused)
             for (int bm = 0; bm < 4; ++bm) {
                 ++seed;
-                drafts_buf db;
+                fst_drafts_buf db;
                 int64_t rows = make_layout(&db, R, maxd, seed);
                 /* a wider output stride than any request needs, sometimes */
                 if (bm == 3)
                     db.d.max_drafts = maxd + 2;
-                inputs in;
-                params pp;
-                make_inputs(&in, DTYPES[di], fused, rows, V, D, seed);
-                make_params(&pp, R, rows, V, bm & 1, bm >> 1, seed);
+                fst_inputs in;
+                fst_params pp;
+                fst_make_inputs(&in, DTYPES[di], fused, rows, V, D, seed, 0);
+                fst_make_params(&pp, R, rows, V, bm & 1, bm >> 1, seed);
                 choose_drafts(&db, &in, &pp.p, seed);
                 int64_t stride = db.d.max_drafts + 1;
                 int32_t *tok = malloc(sizeof(int32_t) * (size_t)(R * stride));
@@ -518,22 +373,23 @@ static void verify_grid(int64_t V, int64_t D, int64_t R, int64_t maxd, uint64_t 
                 snprintf(label, sizeof label, "verify %s %s V%lld bias%d mask%d",
                          fst_dtype_name(DTYPES[di]), fused ? "fused" : "logits", (long long)V,
                          bm & 1, bm >> 1);
-                fs_status s = run_verify(ctx, &in, &db.d, &pp.p, tok, nem, lp, st);
+                fs_status s = fst_run_verify(ctx, &in, &db.d, &pp.p, tok, nem, lp, st);
                 if (s != FS_OK)
                     fail_msg("%s: %s (%s)", label, fs_status_string(s), fs_context_last_error(ctx));
                 check_verify(&in, &db.d, &pp.p, tok, nem, lp, st, label);
                 /* logprobs optional */
                 int32_t *tok2 = malloc(sizeof(int32_t) * (size_t)(R * stride));
-                assert_int_equal(run_verify(ctx, &in, &db.d, &pp.p, tok2, nem, NULL, st), FS_OK);
+                assert_int_equal(fst_run_verify(ctx, &in, &db.d, &pp.p, tok2, nem, NULL, st),
+                                 FS_OK);
                 assert_memory_equal(tok, tok2, sizeof(int32_t) * (size_t)(R * stride));
                 free(tok2);
                 free(tok);
                 free(lp);
                 free(nem);
                 free(st);
-                free_params(&pp);
-                free_inputs(&in);
-                free_drafts(&db);
+                fst_free_params(&pp);
+                fst_free_inputs(&in);
+                fst_free_drafts(&db);
             }
     fs_context_destroy(ctx);
 }
@@ -559,12 +415,12 @@ static void test_verify_paths(void **state)
     (void)state;
     fs_context *ctx = fst_cpu_ctx();
     int64_t R = 400, maxd = 4, V = 11;
-    drafts_buf db;
+    fst_drafts_buf db;
     int64_t rows = make_layout(&db, R, maxd, 77);
-    inputs in;
-    params pp;
-    make_inputs(&in, FS_DTYPE_F32, 0, rows, V, 1, 77);
-    make_params(&pp, R, rows, V, 1, 0, 77);
+    fst_inputs in;
+    fst_params pp;
+    fst_make_inputs(&in, FS_DTYPE_F32, 0, rows, V, 1, 77, 0);
+    fst_make_params(&pp, R, rows, V, 1, 0, 77);
     choose_drafts(&db, &in, &pp.p, 77);
     int64_t stride = maxd + 1;
     int32_t *tok = malloc(sizeof(int32_t) * (size_t)(R * stride));
@@ -587,9 +443,9 @@ static void test_verify_paths(void **state)
     free(lp);
     free(nem);
     free(st);
-    free_params(&pp);
-    free_inputs(&in);
-    free_drafts(&db);
+    fst_free_params(&pp);
+    fst_free_inputs(&in);
+    fst_free_drafts(&db);
     fs_context_destroy(ctx);
 }
 
@@ -602,14 +458,14 @@ static void test_tile_independence(void **state)
     int64_t tiles[] = {1, 7, 64, 256, V};
     for (int fused = 0; fused < 2; ++fused) {
         fs_dtype dt = fused ? FS_DTYPE_BF16 : FS_DTYPE_F32;
-        inputs in, vin;
-        params pp, vp;
-        make_inputs(&in, dt, fused, rows, V, D, 2000 + fused);
-        make_params(&pp, rows, rows, V, 1, 1, 2000 + fused);
-        drafts_buf db;
+        fst_inputs in, vin;
+        fst_params pp, vp;
+        fst_make_inputs(&in, dt, fused, rows, V, D, 2000 + fused, 0);
+        fst_make_params(&pp, rows, rows, V, 1, 1, 2000 + fused);
+        fst_drafts_buf db;
         int64_t vrows = make_layout(&db, R, maxd, 2100 + fused);
-        make_inputs(&vin, dt, fused, vrows, V, D, 2100 + fused);
-        make_params(&vp, R, vrows, V, 1, 1, 2100 + fused);
+        fst_make_inputs(&vin, dt, fused, vrows, V, D, 2100 + fused, 0);
+        fst_make_params(&vp, R, vrows, V, 1, 1, 2100 + fused);
         choose_drafts(&db, &vin, &vp.p, 2100);
         int32_t tok0[30], st0[30], atok0[30], ast0[30], vt0[12 * 5], vn0[12], vs0[12];
         float lp0[30], av0[30], vl0[12 * 5];
@@ -617,9 +473,9 @@ static void test_tile_independence(void **state)
             fs_cpu_set_tile_size(tiles[ti]);
             int32_t tok[30], st[30], atok[30], ast[30], vt[12 * 5], vn[12], vs[12];
             float lp[30], av[30], vl[12 * 5];
-            assert_int_equal(run_sample(ctx, &in, &pp.p, tok, lp, st), FS_OK);
-            assert_int_equal(run_argmax(ctx, &in, atok, av, ast), FS_OK);
-            assert_int_equal(run_verify(ctx, &vin, &db.d, &vp.p, vt, vn, vl, vs), FS_OK);
+            assert_int_equal(fst_run_sample(ctx, &in, &pp.p, tok, lp, st), FS_OK);
+            assert_int_equal(fst_run_argmax(ctx, &in, atok, av, ast), FS_OK);
+            assert_int_equal(fst_run_verify(ctx, &vin, &db.d, &vp.p, vt, vn, vl, vs), FS_OK);
             if (ti == 0) {
                 check_sample(&in, &pp.p, tok, lp, st, "tile 1 sample");
                 check_verify(&vin, &db.d, &vp.p, vt, vn, vl, vs, "tile 1 verify");
@@ -649,11 +505,11 @@ static void test_tile_independence(void **state)
                 assert_true(vt[k] < 0 ? isnan(vl[k]) : fabsf(vl[k] - vl0[k]) < 1e-5f);
         }
         fs_cpu_set_tile_size(0);
-        free_params(&pp);
-        free_params(&vp);
-        free_inputs(&in);
-        free_inputs(&vin);
-        free_drafts(&db);
+        fst_free_params(&pp);
+        fst_free_params(&vp);
+        fst_free_inputs(&in);
+        fst_free_inputs(&vin);
+        fst_free_drafts(&db);
     }
     fs_context_destroy(ctx);
 }
@@ -666,13 +522,13 @@ static void test_batch_independence_sample(void **state)
     const int64_t V = 517, D = 21, rows = 24;
     for (int fused = 0; fused < 2; ++fused) {
         fs_dtype dt = fused ? FS_DTYPE_F16 : FS_DTYPE_BF16;
-        inputs in;
-        params pp;
-        make_inputs(&in, dt, fused, rows, V, D, 3000 + fused);
-        make_params(&pp, rows, rows, V, 1, 1, 3000 + fused);
+        fst_inputs in;
+        fst_params pp;
+        fst_make_inputs(&in, dt, fused, rows, V, D, 3000 + fused, 0);
+        fst_make_params(&pp, rows, rows, V, 1, 1, 3000 + fused);
         int32_t tok[24], st[24];
         float lp[24];
-        assert_int_equal(run_sample(ctx, &in, &pp.p, tok, lp, st), FS_OK);
+        assert_int_equal(fst_run_sample(ctx, &in, &pp.p, tok, lp, st), FS_OK);
         /* shuffled batch: permute every per-row array */
         fst_rng r;
         fst_rng_seed(&r, 31);
@@ -723,13 +579,13 @@ static void test_batch_independence_sample(void **state)
         }
         /* and the same call twice is the same */
         int32_t tok3[24], st3[24];
-        assert_int_equal(run_sample(ctx, &in, &pp.p, tok3, NULL, st3), FS_OK);
+        assert_int_equal(fst_run_sample(ctx, &in, &pp.p, tok3, NULL, st3), FS_OK);
         assert_memory_equal(tok, tok3, sizeof tok);
         free(rows_p);
         free(bias);
         free(al);
-        free_params(&pp);
-        free_inputs(&in);
+        fst_free_params(&pp);
+        fst_free_inputs(&in);
     }
     fs_context_destroy(ctx);
 }
@@ -740,12 +596,12 @@ static void test_batch_independence_verify(void **state)
     (void)state;
     fs_context *ctx = fst_cpu_ctx();
     const int64_t V = 301, R = 14, maxd = 4, stride = maxd + 1;
-    drafts_buf db;
+    fst_drafts_buf db;
     int64_t rows = make_layout(&db, R, maxd, 4000);
-    inputs in;
-    params pp;
-    make_inputs(&in, FS_DTYPE_F32, 0, rows, V, 1, 4000);
-    make_params(&pp, R, rows, V, 1, 1, 4000);
+    fst_inputs in;
+    fst_params pp;
+    fst_make_inputs(&in, FS_DTYPE_F32, 0, rows, V, 1, 4000, 0);
+    fst_make_params(&pp, R, rows, V, 1, 1, 4000);
     choose_drafts(&db, &in, &pp.p, 4000);
     int32_t tok[14 * 5], nem[14], st[14];
     float lp[14 * 5];
@@ -806,9 +662,9 @@ static void test_batch_independence_verify(void **state)
     free(lg);
     free(bias);
     free(al);
-    free_params(&pp);
-    free_inputs(&in);
-    free_drafts(&db);
+    fst_free_params(&pp);
+    fst_free_inputs(&in);
+    fst_free_drafts(&db);
     fs_context_destroy(ctx);
 }
 
@@ -819,18 +675,18 @@ static void test_verify_zero_drafts_is_sample(void **state)
     fs_context *ctx = fst_cpu_ctx();
     const int64_t V = 777, R = 20, D = 19;
     for (int fused = 0; fused < 2; ++fused) {
-        inputs in;
-        params pp;
-        make_inputs(&in, FS_DTYPE_BF16, fused, R, V, D, 5000 + fused);
-        make_params(&pp, R, R, V, 1, 1, 5000 + fused);
+        fst_inputs in;
+        fst_params pp;
+        fst_make_inputs(&in, FS_DTYPE_BF16, fused, R, V, D, 5000 + fused, 0);
+        fst_make_params(&pp, R, R, V, 1, 1, 5000 + fused);
         int32_t offsets[21] = {0}; /* every n_r = 0 */
         for (int maxd = 0; maxd <= 2; maxd += 2) {
             fs_drafts d = {R, 0, maxd, NULL, offsets}; /* draft_tokens may be NULL */
             int64_t stride = maxd + 1;
             int32_t vt[20 * 3], vn[20], vs[20], tok[20], st[20];
             float vl[20 * 3], lp[20];
-            assert_int_equal(run_verify(ctx, &in, &d, &pp.p, vt, vn, vl, vs), FS_OK);
-            assert_int_equal(run_sample(ctx, &in, &pp.p, tok, lp, st), FS_OK);
+            assert_int_equal(fst_run_verify(ctx, &in, &d, &pp.p, vt, vn, vl, vs), FS_OK);
+            assert_int_equal(fst_run_sample(ctx, &in, &pp.p, tok, lp, st), FS_OK);
             for (int64_t r = 0; r < R; ++r) {
                 assert_int_equal(vs[r], FS_ROW_OK);
                 assert_int_equal(vn[r], 1);
@@ -843,8 +699,8 @@ static void test_verify_zero_drafts_is_sample(void **state)
             }
             check_sample(&in, &pp.p, tok, lp, st, "zero-draft sample");
         }
-        free_params(&pp);
-        free_inputs(&in);
+        fst_free_params(&pp);
+        fst_free_inputs(&in);
     }
     fs_context_destroy(ctx);
 }
@@ -927,29 +783,29 @@ static void test_oracle_detects_faults(void **state)
     (void)state;
     fs_context *ctx = fst_cpu_ctx();
     const int64_t V = 97, rows = 200, R = 200, maxd = 3;
-    inputs in;
-    params pp;
-    make_inputs(&in, FS_DTYPE_F32, 0, rows, V, 1, 6000);
-    make_params(&pp, rows, rows, V, 0, 0, 6000);
+    fst_inputs in;
+    fst_params pp;
+    fst_make_inputs(&in, FS_DTYPE_F32, 0, rows, V, 1, 6000, 0);
+    fst_make_params(&pp, rows, rows, V, 0, 0, 6000);
     int32_t tok[200], st[200];
     float lp[200];
-    g_count_only = 1;
+    fst_count_only = 1;
     fs_cpu_set_tile_size(8);
     fs_cpu_set_faults(FS_FAULT_TILE_EDGE);
     fs_status s = fst_sample_logits(ctx, in.logits, in.dt, rows, V, &pp.p, tok, lp, st);
     fs_cpu_set_faults(FS_FAULT_NONE);
     fs_cpu_set_tile_size(0);
     assert_int_equal(s, FS_OK);
-    g_mismatches = 0;
+    fst_mismatches = 0;
     check_sample(&in, &pp.p, tok, lp, st, "faulty sample");
-    long sample_mm = g_mismatches;
-    free_params(&pp);
-    free_inputs(&in);
+    long sample_mm = fst_mismatches;
+    fst_free_params(&pp);
+    fst_free_inputs(&in);
 
-    drafts_buf db;
+    fst_drafts_buf db;
     int64_t vrows = make_layout(&db, R, maxd, 6100);
-    make_inputs(&in, FS_DTYPE_F32, 0, vrows, V, 1, 6100);
-    make_params(&pp, R, vrows, V, 0, 0, 6100);
+    fst_make_inputs(&in, FS_DTYPE_F32, 0, vrows, V, 1, 6100, 0);
+    fst_make_params(&pp, R, vrows, V, 0, 0, 6100);
     choose_drafts(&db, &in, &pp.p, 6100);
     int32_t vt[200 * 4], vn[200], vs[200];
     float vl[200 * 4];
@@ -957,10 +813,10 @@ static void test_oracle_detects_faults(void **state)
     s = fst_verify_logits(ctx, in.logits, in.dt, V, &db.d, &pp.p, vt, vn, vl, vs);
     fs_cpu_set_faults(FS_FAULT_NONE);
     assert_int_equal(s, FS_OK);
-    g_mismatches = 0;
+    fst_mismatches = 0;
     check_verify(&in, &db.d, &pp.p, vt, vn, vl, vs, "faulty verify");
-    long verify_mm = g_mismatches;
-    g_count_only = 0;
+    long verify_mm = fst_mismatches;
+    fst_count_only = 0;
     print_message("injected faults: %ld sample and %ld verify mismatches\n", sample_mm, verify_mm);
     assert_true(sample_mm >= 5);
     assert_true(verify_mm >= 5);
@@ -968,9 +824,9 @@ static void test_oracle_detects_faults(void **state)
     assert_int_equal(fst_verify_logits(ctx, in.logits, in.dt, V, &db.d, &pp.p, vt, vn, vl, vs),
                      FS_OK);
     check_verify(&in, &db.d, &pp.p, vt, vn, vl, vs, "fault-free verify");
-    free_params(&pp);
-    free_inputs(&in);
-    free_drafts(&db);
+    fst_free_params(&pp);
+    fst_free_inputs(&in);
+    fst_free_drafts(&db);
     fs_context_destroy(ctx);
 }
 

@@ -26,6 +26,7 @@
 
 #include "cpu_backend.h"
 #include "fs_test.h"
+#include "oracle_inputs.h"
 
 enum { V = 613, D = 40, ROWS = 24, R = 8, K = 3 };
 
@@ -44,14 +45,7 @@ typedef struct inputs {
     void *weight, *hidden; /* fused */
     void *logits;          /* stored, [ROWS, V] */
     fs_dtype dt;
-    float T[ROWS];
-    uint64_t seed[ROWS], off[ROWS];
-    float *bias;
-    uint32_t *allowed;
-    int32_t top_k[ROWS];
-    float top_p[ROWS], min_p[ROWS];
-    int32_t fallback[ROWS];
-    fs_sampling p;
+    fst_params pp; /* ROWS requests, the filter arrays in pp.p only with filters */
 } inputs;
 
 /* Shard [cuts[1], cuts[2]) masked out in row 1, its logits -inf in row 2:
@@ -66,29 +60,30 @@ static void make_inputs(inputs *in, fs_dtype dt, int filters, uint64_t seed)
         l[2 * V + v] = -INFINITY;
     in->logits = fst_pack(l, (size_t)ROWS * V, dt);
     free(l);
-    in->bias = fst_gen_bias(seed + 2, ROWS, V);
-    in->allowed = fst_gen_allowed(seed + 3, ROWS, V, 0.9);
+    fst_params *pp = &in->pp;
+    fst_params_alloc(pp, ROWS, 1);
+    pp->bias = fst_gen_bias(seed + 2, ROWS, V);
+    pp->allowed = fst_gen_allowed(seed + 3, ROWS, V, 0.9);
     for (int64_t v = 160; v < 320; ++v)
-        fst_set_allowed(&in->allowed[1 * fst_mask_words(V)], v, 0);
+        fst_set_allowed(&pp->allowed[1 * fst_mask_words(V)], v, 0);
     static const float temps[5] = {1.0f, 0.0f, 0.05f, 0.7f, 1.5f};
     static const int32_t ks[4] = {0, 1, 5, 200};
     static const float ps[4] = {1.0f, 0.9f, 0.5f, 0.999f};
     static const float mps[4] = {0.0f, 0.05f, 0.0f, 0.001f};
     for (int r = 0; r < ROWS; ++r) {
-        in->T[r] = temps[r % 5];
-        in->seed[r] = seed * 131 + (uint64_t)r;
-        in->off[r] = (uint64_t)r * 7;
-        in->top_k[r] = ks[r % 4];
-        in->top_p[r] = ps[(r / 4) % 4];
-        in->min_p[r] = mps[(r / 2) % 4];
+        pp->T[r] = temps[r % 5];
+        pp->seed[r] = seed * 131 + (uint64_t)r;
+        pp->off[r] = (uint64_t)r * 7;
+        pp->top_k[r] = ks[r % 4];
+        pp->top_p[r] = ps[(r / 4) % 4];
+        pp->min_p[r] = mps[(r / 2) % 4];
     }
-    in->p = (fs_sampling){.temperature = in->T, .seed = in->seed, .offset = in->off,
-                          .logit_bias = in->bias, .allowed = in->allowed};
+    fst_params_wire(pp);
     if (filters) {
-        in->p.top_k = in->top_k;
-        in->p.top_p = in->top_p;
-        in->p.min_p = in->min_p;
-        in->p.out_filter_fallback = in->fallback;
+        pp->p.top_k = pp->top_k;
+        pp->p.top_p = pp->top_p;
+        pp->p.min_p = pp->min_p;
+        pp->p.out_filter_fallback = pp->fallback;
     }
 }
 
@@ -97,8 +92,7 @@ static void free_inputs(inputs *in)
     free(in->weight);
     free(in->hidden);
     free(in->logits);
-    free(in->bias);
-    free(in->allowed);
+    fst_free_params(&in->pp);
 }
 
 typedef struct outputs {
@@ -127,22 +121,22 @@ static void run(enum op op, int fused, inputs *in, const fs_drafts *d, outputs *
 {
     fs_context *ctx = fst_cpu_ctx();
     fs_lm_head head = {in->weight, V, D, in->dt};
+    const fs_sampling *p = &in->pp.p;
     memset(o, 0xff, sizeof *o);
-    memset(in->fallback, 0xff, sizeof in->fallback);
+    memset(in->pp.fallback, 0xff, sizeof(int32_t) * ROWS);
     if (op == SAMPLE)
-        o->ret = fused ? fst_sample(ctx, &head, in->hidden, ROWS, &in->p, o->tok, o->lp, o->st)
-                       : fst_sample_logits(ctx, in->logits, in->dt, ROWS, V, &in->p, o->tok,
-                                           o->lp, o->st);
+        o->ret = fused ? fst_sample(ctx, &head, in->hidden, ROWS, p, o->tok, o->lp, o->st)
+                       : fst_sample_logits(ctx, in->logits, in->dt, ROWS, V, p, o->tok, o->lp,
+                                           o->st);
     else if (op == ARGMAX)
         o->ret = fused ? fst_argmax(ctx, &head, in->hidden, ROWS, o->tok, o->lp, o->st)
                        : fst_argmax_logits(ctx, in->logits, in->dt, ROWS, V, o->tok, o->lp,
                                            o->st);
     else
-        o->ret = fused ? fst_verify(ctx, &head, in->hidden, d, &in->p, o->tok, o->nem, o->lp,
-                                    o->st)
-                       : fst_verify_logits(ctx, in->logits, in->dt, V, d, &in->p, o->tok,
-                                           o->nem, o->lp, o->st);
-    memcpy(o->fallback, in->fallback, sizeof o->fallback);
+        o->ret = fused ? fst_verify(ctx, &head, in->hidden, d, p, o->tok, o->nem, o->lp, o->st)
+                       : fst_verify_logits(ctx, in->logits, in->dt, V, d, p, o->tok, o->nem,
+                                           o->lp, o->st);
+    memcpy(o->fallback, in->pp.fallback, sizeof o->fallback);
     fs_context_destroy(ctx);
 }
 

@@ -23,103 +23,15 @@
 #include "fs_test.h"
 #include "naive_ref.h"
 #include "naive_tree.h"
+#include "oracle_inputs.h"
 #include "tree_test.h"
 
 #define NEAR_TIE 1e-4
 #define LOGPROB_TOL 1e-4
 
 static const fs_dtype DTYPES[3] = {FS_DTYPE_F32, FS_DTYPE_F16, FS_DTYPE_BF16};
-static const float TEMPS[5] = {0.0f, 0.5f, 1.0f, 2.0f, 0.7f};
 
 static long g_compared, g_near_ties, g_accepted, g_bad;
-/* fault mode: count hard mismatches instead of failing on them */
-static int g_count_only;
-static long g_mismatches;
-#define MISMATCH(...)              \
-    do {                           \
-        if (g_count_only)          \
-            ++g_mismatches;        \
-        else                       \
-            fail_msg(__VA_ARGS__); \
-    } while (0)
-
-/* ---- inputs and parameters ---------------------------------------------- */
-
-typedef struct inputs {
-    fs_dtype dt;
-    int fused;
-    int64_t rows, V, D;
-    void *logits, *weight, *hidden;
-    fs_lm_head head;
-    double *ref; /* [rows, V] oracle logits */
-} inputs;
-
-static void make_inputs(inputs *in, fs_dtype dt, int fused, int64_t rows, int64_t V, int64_t D,
-                        uint64_t seed)
-{
-    memset(in, 0, sizeof *in);
-    in->dt = dt;
-    in->fused = fused;
-    in->rows = rows;
-    in->V = V;
-    in->D = D;
-    if (fused) {
-        fst_gen_head(seed, V, D, rows, 3.0, dt, &in->weight, &in->hidden);
-        fs_lm_head h = {in->weight, V, D, dt};
-        in->head = h;
-        in->ref = ref_logits_fused(in->weight, in->hidden, dt, rows, V, D);
-    } else {
-        float *l = fst_gen_logits(seed, rows, V, 3.0);
-        in->logits = fst_pack(l, (size_t)(rows * V), dt);
-        free(l);
-        in->ref = ref_logits_stored(in->logits, dt, rows, V);
-    }
-}
-
-static void free_inputs(inputs *in)
-{
-    free(in->logits);
-    free(in->weight);
-    free(in->hidden);
-    free(in->ref);
-}
-
-typedef struct params {
-    float *T;
-    uint64_t *seed, *off;
-    float *bias;
-    uint32_t *allowed;
-    fs_sampling p;
-} params;
-
-static void make_params(params *pp, int64_t R, int64_t rows, int64_t V, int bias, int mask,
-                        uint64_t seed)
-{
-    fst_rng g;
-    fst_rng_seed(&g, seed);
-    pp->T = malloc(sizeof(float) * (size_t)R);
-    pp->seed = malloc(sizeof(uint64_t) * (size_t)R);
-    pp->off = malloc(sizeof(uint64_t) * (size_t)R);
-    for (int64_t i = 0; i < R; ++i) {
-        pp->T[i] = TEMPS[(i + (int64_t)seed) % 5];
-        pp->seed[i] = fst_next(&g);
-        pp->off[i] = fst_next(&g) >> fst_randint(&g, 64);
-    }
-    pp->bias = bias ? fst_gen_bias(seed, rows, V) : NULL;
-    pp->allowed = mask ? fst_gen_allowed(seed, rows, V, 0.6) : NULL;
-    fs_sampling s = {pp->T, pp->seed, pp->off, pp->bias, pp->allowed};
-    pp->p = s;
-}
-
-static void free_params(params *pp)
-{
-    free(pp->T);
-    free(pp->seed);
-    free(pp->off);
-    free(pp->bias);
-    free(pp->allowed);
-}
-
 /* ---- outputs ------------------------------------------------------------ */
 
 typedef struct outs {
@@ -150,7 +62,7 @@ static void outs_free(outs *o)
     free(o->st);
 }
 
-static void run_tree(fs_context *ctx, const inputs *in, const fs_draft_tree *t,
+static void run_tree(fs_context *ctx, const fst_inputs *in, const fs_draft_tree *t,
                      const fs_sampling *p, outs *o, int with_optional)
 {
     int32_t *path = with_optional ? o->path : NULL;
@@ -163,7 +75,7 @@ static void run_tree(fs_context *ctx, const inputs *in, const fs_draft_tree *t,
 
 /* ---- the comparison ----------------------------------------------------- */
 
-static void check_tree(const inputs *in, const fs_draft_tree *t, const fs_sampling *p,
+static void check_tree(const fst_inputs *in, const fs_draft_tree *t, const fs_sampling *p,
                        const outs *o, const char *label)
 {
     const int64_t R = o->R, S = o->S, P = o->P;
@@ -209,20 +121,18 @@ static void check_tree(const inputs *in, const fs_draft_tree *t, const fs_sampli
         if (same) {
             for (int64_t k = 0; k < o->nem[r]; ++k)
                 if (!(fabs((double)lp[k] - rl[r * S + k]) < LOGPROB_TOL))
-                    MISMATCH("%s request %lld (T %g) slot %lld: token %d logprob %.7g, oracle "
-                             "%.7g",
-                             label, (long long)r, p->temperature[r], (long long)k, tk[k], lp[k],
-                             rl[r * S + k]);
+                    FST_MISMATCH("%s request %lld (T %g) slot %lld: token %d logprob %.7g, oracle "
+                                 "%.7g",
+                                 label, (long long)r, p->temperature[r], (long long)k, tk[k], lp[k],
+                                 rl[r * S + k]);
             continue;
         }
         if (!(rm[r] < NEAR_TIE)) {
-            char a[256] = "", b[256] = "";
-            for (int64_t k = 0; k < S; ++k) {
-                snprintf(a + strlen(a), sizeof a - strlen(a), " %d", tk[k]);
-                snprintf(b + strlen(b), sizeof b - strlen(b), " %d", rt[r * S + k]);
-            }
-            MISMATCH("%s request %lld (T %g): emitted %d [%s ], oracle %d [%s ], margin %.3g",
-                     label, (long long)r, p->temperature[r], o->nem[r], a, rn[r], b, rm[r]);
+            char a[256], b[256];
+            fst_token_list(a, sizeof a, tk, S);
+            fst_token_list(b, sizeof b, rt + r * S, S);
+            FST_MISMATCH("%s request %lld (T %g): emitted %d [%s ], oracle %d [%s ], margin %.3g",
+                         label, (long long)r, p->temperature[r], o->nem[r], a, rn[r], b, rm[r]);
             continue;
         }
         print_message("%s request %lld: near-tie (margin %.3g)\n", label, (long long)r, rm[r]);
@@ -252,10 +162,10 @@ static void tree_grid(int64_t V, int64_t D, int64_t R, int64_t max_nodes, int64_
                 /* a wider output stride than any request needs, sometimes */
                 if (bm == 3)
                     tr.t.max_depth += 2;
-                inputs in;
-                params pp;
-                make_inputs(&in, DTYPES[di], fused, rows, V, D, seed);
-                make_params(&pp, R, rows, V, bm & 1, bm >> 1, seed);
+                fst_inputs in;
+                fst_params pp;
+                fst_make_inputs(&in, DTYPES[di], fused, rows, V, D, seed, 0);
+                fst_make_params(&pp, R, rows, V, bm & 1, bm >> 1, seed);
                 fstt_choose_tokens(&tr, in.ref, V, &pp.p, seed);
                 outs o, o2;
                 outs_alloc(&o, &tr.t);
@@ -276,8 +186,8 @@ static void tree_grid(int64_t V, int64_t D, int64_t R, int64_t max_nodes, int64_
                 assert_memory_equal(o.nem, o2.nem, sizeof(int32_t) * (size_t)o.R);
                 outs_free(&o);
                 outs_free(&o2);
-                free_params(&pp);
-                free_inputs(&in);
+                fst_free_params(&pp);
+                fst_free_inputs(&in);
                 fstt_free(&tr);
             }
     fs_context_destroy(ctx);
@@ -308,10 +218,10 @@ static void test_tree_paths(void **state)
     const int64_t R = 600, V = 11, maxn = 12, maxd = 4, maxc = 3;
     fstt_tree tr;
     int64_t rows = fstt_make_shapes(&tr, R, maxn, maxd, maxc, 77);
-    inputs in;
-    params pp;
-    make_inputs(&in, FS_DTYPE_F32, 0, rows, V, 1, 77);
-    make_params(&pp, R, rows, V, 1, 0, 77);
+    fst_inputs in;
+    fst_params pp;
+    fst_make_inputs(&in, FS_DTYPE_F32, 0, rows, V, 1, 77, 0);
+    fst_make_params(&pp, R, rows, V, 1, 0, 77);
     for (int64_t r = 0; r < R; ++r)
         if (pp.T[r] == 0.0f)
             pp.T[r] = 1.0f; /* random walks only */
@@ -353,8 +263,8 @@ static void test_tree_paths(void **state)
     assert_true(leaf_bonus > 20);
     assert_true(repeats > 5);
     outs_free(&o);
-    free_params(&pp);
-    free_inputs(&in);
+    fst_free_params(&pp);
+    fst_free_inputs(&in);
     fstt_free(&tr);
     fs_context_destroy(ctx);
 }
@@ -372,10 +282,10 @@ static void chain_case(fs_context *ctx, fs_dtype dt, int fused, int bm, uint64_t
     int32_t zeros[24 * 5 + 1] = {0};
     fstt_tree tr;
     int64_t rows = fstt_make_chains(&tr, R, lens, zeros, maxd + (bm == 3));
-    inputs in;
-    params pp;
-    make_inputs(&in, dt, fused, rows, V, D, seed);
-    make_params(&pp, R, rows, V, bm & 1, bm >> 1, seed);
+    fst_inputs in;
+    fst_params pp;
+    fst_make_inputs(&in, dt, fused, rows, V, D, seed, 0);
+    fst_make_params(&pp, R, rows, V, bm & 1, bm >> 1, seed);
     pp.T[3] = -1.0f; /* a bad request in both */
     fstt_choose_tokens(&tr, in.ref, V, &pp.p, seed);
     fs_drafts d = {R, tr.t.num_nodes, tr.t.max_depth, tr.tokens, tr.offsets};
@@ -411,8 +321,8 @@ static void chain_case(fs_context *ctx, fs_dtype dt, int fused, int bm, uint64_t
     free(vt);
     free(vl);
     outs_free(&o);
-    free_params(&pp);
-    free_inputs(&in);
+    fst_free_params(&pp);
+    fst_free_inputs(&in);
     fstt_free(&tr);
 }
 
@@ -444,10 +354,11 @@ static void test_tree_tile_independence(void **state)
     for (int fused = 0; fused < 2; ++fused) {
         fstt_tree tr;
         int64_t rows = fstt_make_shapes(&tr, R, 10, 4, 3, 1500 + fused);
-        inputs in;
-        params pp;
-        make_inputs(&in, fused ? FS_DTYPE_BF16 : FS_DTYPE_F32, fused, rows, V, 35, 1500 + fused);
-        make_params(&pp, R, rows, V, 1, 1, 1500 + fused);
+        fst_inputs in;
+        fst_params pp;
+        fst_make_inputs(&in, fused ? FS_DTYPE_BF16 : FS_DTYPE_F32, fused, rows, V, 35, 1500 + fused,
+                        0);
+        fst_make_params(&pp, R, rows, V, 1, 1, 1500 + fused);
         fstt_choose_tokens(&tr, in.ref, V, &pp.p, 1500);
         outs o0, o;
         outs_alloc(&o0, &tr.t);
@@ -472,8 +383,8 @@ static void test_tree_tile_independence(void **state)
         fs_cpu_set_tile_size(0);
         outs_free(&o0);
         outs_free(&o);
-        free_params(&pp);
-        free_inputs(&in);
+        fst_free_params(&pp);
+        fst_free_inputs(&in);
         fstt_free(&tr);
     }
     fs_context_destroy(ctx);
@@ -487,10 +398,10 @@ static void test_tree_batch_independence(void **state)
     const int64_t V = 301, R = 14;
     fstt_tree tr;
     int64_t rows = fstt_make_shapes(&tr, R, 9, 3, 3, 1600);
-    inputs in;
-    params pp;
-    make_inputs(&in, FS_DTYPE_F32, 0, rows, V, 1, 1600);
-    make_params(&pp, R, rows, V, 1, 1, 1600);
+    fst_inputs in;
+    fst_params pp;
+    fst_make_inputs(&in, FS_DTYPE_F32, 0, rows, V, 1, 1600, 0);
+    fst_make_params(&pp, R, rows, V, 1, 1, 1600);
     fstt_choose_tokens(&tr, in.ref, V, &pp.p, 1600);
     outs o;
     outs_alloc(&o, &tr.t);
@@ -517,8 +428,8 @@ static void test_tree_batch_independence(void **state)
             assert_true(fabsf(lp[k] - o.lp[r * o.S + k]) < 1e-6f);
     }
     outs_free(&o);
-    free_params(&pp);
-    free_inputs(&in);
+    fst_free_params(&pp);
+    fst_free_inputs(&in);
     fstt_free(&tr);
     fs_context_destroy(ctx);
 }
@@ -531,10 +442,10 @@ static long faulty_mismatches(uint32_t faults, int64_t tile, uint64_t seed)
     const int64_t R = 300, V = 29;
     fstt_tree tr;
     int64_t rows = fstt_make_shapes(&tr, R, 8, 3, 4, seed);
-    inputs in;
-    params pp;
-    make_inputs(&in, FS_DTYPE_F32, 0, rows, V, 1, seed);
-    make_params(&pp, R, rows, V, 0, 0, seed);
+    fst_inputs in;
+    fst_params pp;
+    fst_make_inputs(&in, FS_DTYPE_F32, 0, rows, V, 1, seed, 0);
+    fst_make_params(&pp, R, rows, V, 0, 0, seed);
     fstt_choose_tokens(&tr, in.ref, V, &pp.p, seed);
     outs o;
     outs_alloc(&o, &tr.t);
@@ -544,22 +455,22 @@ static long faulty_mismatches(uint32_t faults, int64_t tile, uint64_t seed)
     fs_cpu_set_faults(FS_FAULT_NONE);
     fs_cpu_set_tile_size(0);
     assert_int_equal(o.ret, FS_OK);
-    g_count_only = 1;
-    g_mismatches = 0;
+    fst_count_only = 1;
+    fst_mismatches = 0;
     long compared = g_compared, ties = g_near_ties, accepted = g_accepted, bad = g_bad;
     check_tree(&in, &tr.t, &pp.p, &o, "faulty tree");
-    g_count_only = 0;
+    fst_count_only = 0;
     g_compared = compared;
     g_near_ties = ties;
     g_accepted = accepted;
     g_bad = bad;
-    long mm = g_mismatches;
+    long mm = fst_mismatches;
     /* without the fault the same inputs agree */
     run_tree(ctx, &in, &tr.t, &pp.p, &o, 1);
     check_tree(&in, &tr.t, &pp.p, &o, "fault-free tree");
     outs_free(&o);
-    free_params(&pp);
-    free_inputs(&in);
+    fst_free_params(&pp);
+    fst_free_inputs(&in);
     fstt_free(&tr);
     fs_context_destroy(ctx);
     return mm;
