@@ -11,7 +11,7 @@ enum fs_cpu_fault {
     FS_FAULT_NONE = 0,
     FS_FAULT_NO_EXCLUDE = 1u, /* recovery candidate keeps the draft token (wrong residual) */
     FS_FAULT_TILE_EDGE = 2u,  /* each tile's last token is never pushed (off-by-one) */
-    FS_FAULT_LOW_T_GREEDY = 4u /* rows with a valid temperature below 0.3 sample greedily */
+    FS_FAULT_LOW_T_GREEDY = 16u /* rows with a valid temperature below 0.3 sample greedily */
 };
 
 #define FS_CPU_DEFAULT_TILE 256
