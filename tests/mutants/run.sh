@@ -60,9 +60,9 @@ for m in "${names[@]}"; do
         mkdir -p "$work/corpus-$t"
         t0=$(date +%s%N)
         rc=0
-        "$work/fuzz/tests/fuzz/$t" -seed=1 -max_total_time="$SECS" -len_control=0 -max_len=4096 \
+        ("$work/fuzz/tests/fuzz/$t" -seed=1 -max_total_time="$SECS" -len_control=0 -max_len=4096 \
           -use_value_profile=1 -timeout=20 -artifact_prefix="$work/$t-" "$work/corpus-$t" \
-          >"$work/$t.log" 2>&1 || rc=$?
+          >"$work/$t.log" 2>&1; exit $?) 2>/dev/null || rc=$?
         ms=$((($(date +%s%N) - t0) / 1000000))
         [ "$rc" = 0 ] || caught="$caught ${t#fuzz_}($((ms / 1000)).$((ms % 1000 / 100))s)"
       done
