@@ -104,8 +104,8 @@ run_target() { # target
     mkdir -p "$corpus"
     cp "$ROOT/tests/fuzz/corpus/$t/"* "$corpus/" 2>/dev/null || true
   fi
-  "$BUILD/tests/fuzz/$t" "${FUZZ_OPTS[@]}" -max_total_time="$SECONDS_EACH" \
-    -artifact_prefix="$OUTDIR/$t-" "$corpus" >"$OUTDIR/$t.log" 2>&1
+  ("$BUILD/tests/fuzz/$t" "${FUZZ_OPTS[@]}" -max_total_time="$SECONDS_EACH" \
+    -artifact_prefix="$OUTDIR/$t-" "$corpus" >"$OUTDIR/$t.log" 2>&1; exit $?) 2>/dev/null
 }
 
 status=0
@@ -192,8 +192,9 @@ for m in $mutant_list; do
   mkdir -p "$work/corpus"
   t0=$(date +%s%N)
   rc=0
-  "$work/build/tests/fuzz/$t" "${FUZZ_OPTS[@]}" -seed=1 -max_total_time="$MUTANT_SECONDS" \
-    -artifact_prefix="$work/" "$work/corpus" >"$work/fuzz.log" 2>&1 || rc=$?
+  # (in a subshell whose stderr is dropped: bash reports the abort itself)
+  ("$work/build/tests/fuzz/$t" "${FUZZ_OPTS[@]}" -seed=1 -max_total_time="$MUTANT_SECONDS" \
+    -artifact_prefix="$work/" "$work/corpus" >"$work/fuzz.log" 2>&1; exit $?) 2>/dev/null || rc=$?
   ms=$((($(date +%s%N) - t0) / 1000000))
   took=$(printf '%d.%d' $((ms / 1000)) $((ms % 1000 / 100)))
   if [ "$rc" = 0 ]; then

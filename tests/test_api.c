@@ -130,6 +130,10 @@ static void test_workspace_queries(void **state)
         {1, 0, 10, 0},  {1, -1, 10, 0}, {1, 4, 0, 0},  {1, 4, -5, 0},
         {2, 0, 3, 10},  {2, -1, 3, 10}, {2, 2, -1, 10}, {2, 2, 3, 0}, {2, 2, 3, -1},
         {2, 0, 5, 10}, /* rows = 5 looks fine, but there are no requests */
+        /* past INT32_MAX, and counts whose sum overflows int64 (found by fuzz_verify) */
+        {0, (int64_t)INT32_MAX + 1, 10, 0}, {1, 4, (int64_t)INT32_MAX + 1, 0},
+        {2, INT64_MAX, 3, 10}, {2, 2, INT64_MAX, 10}, {2, INT64_MAX, INT64_MAX, 10},
+        {2, 2, 3, (int64_t)INT32_MAX + 1},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
         fs_context *c = fst_cpu_ctx();
@@ -315,6 +319,11 @@ MUT(m_rows_0, a->rows = 0)
 MUT(m_rows_neg, a->rows = -1)
 MUT(m_vocab_0, a->V = 0; a->head.vocab_size = 0)
 MUT(m_vocab_neg, a->V = -3; a->head.vocab_size = -3)
+MUT(m_vocab_big, a->V = (int64_t)INT32_MAX + 1; a->head.vocab_size = (int64_t)INT32_MAX + 1)
+MUT(m_rows_big, a->rows = (int64_t)INT32_MAX + 1)
+MUT(m_dim_big, a->head.hidden_dim = (int64_t)INT32_MAX + 1)
+MUT(m_req_big, a->drafts.num_requests = (int64_t)INT32_MAX / 2 + 1)
+MUT(m_maxd_big, a->drafts.max_drafts = (int64_t)(1u << 24) - 1)
 MUT(m_dim_0, a->head.hidden_dim = 0)
 MUT(m_dim_neg, a->head.hidden_dim = -8)
 MUT(m_params_null, a->paramsp = NULL)
@@ -350,6 +359,11 @@ static const mutation MUTATIONS[] = {
     {"rows -1", M_ROWS, FS_ERR_INVALID_SIZE, m_rows_neg},
     {"vocab 0", M_ALL, FS_ERR_INVALID_SIZE, m_vocab_0},
     {"vocab -3", M_ALL, FS_ERR_INVALID_SIZE, m_vocab_neg},
+    {"vocab INT32_MAX + 1", M_ALL, FS_ERR_INVALID_SIZE, m_vocab_big},
+    {"rows INT32_MAX + 1", M_ROWS, FS_ERR_INVALID_SIZE, m_rows_big},
+    {"hidden_dim INT32_MAX + 1", M_FUSED, FS_ERR_INVALID_SIZE, m_dim_big},
+    {"num_requests INT32_MAX / 2 + 1", M_VERIFY, FS_ERR_INVALID_SIZE, m_req_big},
+    {"max_drafts 2^24 - 1", M_VERIFY, FS_ERR_INVALID_SIZE, m_maxd_big},
     {"hidden_dim 0", M_FUSED, FS_ERR_INVALID_SIZE, m_dim_0},
     {"hidden_dim -8", M_FUSED, FS_ERR_INVALID_SIZE, m_dim_neg},
     {"params NULL", M_PARAMS, FS_ERR_NULL_POINTER, m_params_null},

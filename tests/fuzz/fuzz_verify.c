@@ -57,13 +57,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     off[0] = 0;
     for (int64_t r = 0; r < R; ++r)
         off[r + 1] = off[r] + (int32_t)counts[r];
-    if (fz_chance(&in, 24)) { /* malformed layouts */
+    if (fz_chance(&in, 48)) { /* malformed layouts, mostly in the middle */
         int64_t i = fz_below(&in, R + 1);
-        switch (fz_below(&in, 4)) {
+        switch (fz_below(&in, 6)) {
         case 0: off[0] = 1 + (int32_t)fz_below(&in, 3); break;
         case 1: off[R] += (int32_t)fz_below(&in, 5) - 2; break;
-        case 2: off[i] = (int32_t)fz_below(&in, ndt + 5) - 2; break;
-        default:
+        case 2:
+        case 3: off[i] = (int32_t)fz_below(&in, ndt + 5) - 2; break;
+        default: /* swap two neighbours */
             if (i < R) {
                 int32_t t = off[i];
                 off[i] = off[i + 1];
