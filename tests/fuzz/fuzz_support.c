@@ -1087,13 +1087,14 @@ static fs_status invoke_call(const void *call)
 
 int fz_run_filters(const fz_call *c, size_t need, fs_status *status)
 {
-    const int64_t requests = c->op == FZ_VERIFY ? c->drafts_v.num_requests : (int64_t)c->st_n;
+    /* one fallback count per request, as allocated (st_n), whatever
+       fz_corrupt did to the call's request count */
     int32_t *fb = c->params_v.out_filter_fallback;
     const fz_out outs[] = {{c->tok, sizeof(int32_t) * c->tok_n},
                            {c->vals, sizeof(float) * c->vals_n},
                            {c->nem, sizeof(int32_t) * c->nem_n},
                            {c->st, sizeof(int32_t) * c->st_n},
-                           {fb, fb ? sizeof(int32_t) * (size_t)requests : 0}};
+                           {fb, fb ? sizeof(int32_t) * c->st_n : 0}};
     return fz_run_outputs(op_name(c->op), c->ctx, fz_host_expect(c, need), invoke_call, c, outs,
                           5, c->st, c->st_n, FS_ROW_BAD_FILTER, status);
 }
