@@ -56,8 +56,11 @@ void fs_cpu_tree_prepare(const fs_tree_args *a, const fs_cpu_tree_ws *w)
             continue;
         int64_t begin = t->node_offsets[r], n = t->node_offsets[r + 1] - begin;
         fs_tree_row *rows = &w->rows[begin + r];
+        /* tokens and parents may be NULL when num_nodes is 0, and NULL + 0
+           is undefined: a request without nodes reads neither */
         w->pre_status[r] = fs_tree_request_rows(
-            t->tokens + begin, t->parents + begin, n, t->max_depth, t->max_children,
+            n > 0 ? t->tokens + begin : NULL, n > 0 ? t->parents + begin : NULL, n,
+            t->max_depth, t->max_children,
             a->base.global_vocab, p->temperature[r], p->seed[r], p->offset ? p->offset[r] : 0,
             (int32_t)r, rows);
         for (int64_t j = 0; j <= n && w->pre_status[r] == FS_ROW_OK; ++j)
@@ -112,7 +115,7 @@ void fs_cpu_tree_finalize(const fs_tree_args *a, const fs_cpu_tree_ws *w)
         a->base.out_row_status[r] = w->pre_status[r];
         fs_finalize_verify_tree(ok ? &w->row_recs[begin + r] : NULL,
                                 ok ? &w->rows[begin + r] : NULL,
-                                ok ? t->parents + begin : NULL, n, stride,
+                                ok && n > 0 ? t->parents + begin : NULL, n, stride,
                                 &a->base.out_tokens[r * stride],
                                 path ? &path[r * t->max_depth] : NULL,
                                 lp ? &lp[r * stride] : NULL, &a->base.out_num_emitted[r],

@@ -7,15 +7,18 @@
 fs_status fs_verify_tree_workspace_size(const fs_context *ctx, int64_t num_requests,
                                         int64_t num_nodes, int64_t vocab_size, size_t *out_bytes)
 {
+    /* the counts are checked before they are added (their sum could
+       overflow int64), then the sum as any op's row count */
+    if (ctx && out_bytes &&
+        (num_requests <= 0 || num_requests > INT32_MAX || num_nodes < 0 || num_nodes > INT32_MAX))
+        return fs_fail_const(ctx, FS_ERR_INVALID_SIZE,
+                             "fs_verify_tree_workspace_size: num_requests %lld must be in "
+                             "[1, INT32_MAX] and num_nodes %lld in [0, INT32_MAX]",
+                             (long long)num_requests, (long long)num_nodes);
     int64_t rows = num_nodes + num_requests;
     fs_status st = fs_check_workspace_query(ctx, rows, vocab_size, out_bytes);
     if (st != FS_OK)
         return st;
-    if (num_requests <= 0 || num_nodes < 0)
-        return fs_fail_const(ctx, FS_ERR_INVALID_SIZE,
-                             "fs_verify_tree_workspace_size: num_requests %lld must be > 0 and "
-                             "num_nodes %lld >= 0",
-                             (long long)num_requests, (long long)num_nodes);
     if (ctx->kind != FS_DEVICE_CPU)
         return fs_fail_const(ctx, FS_ERR_UNSUPPORTED,
                              "fs_verify_tree_workspace_size: tree verify has no CUDA kernels "

@@ -938,3 +938,494 @@ void fz_check_workspace_query(fz_in *in, fz_op op, int64_t rows, int64_t request
         FZ_CHECK(out > 0 && out != 0xA5A5A5A5u, "%s workspace query gave %zu bytes", op_name(op),
                  out);
 }
+
+/* ---- shared run checks, generalised ------------------------------------------------ */
+
+void fz_watch(const void *p, size_t bytes)
+{
+    watch(p, bytes);
+}
+
+int fz_layout_ok(const int32_t *off, int64_t requests, int64_t total)
+{
+    if (off[0] != 0 || off[requests] != total)
+        return 0;
+    for (int64_t r = 0; r < requests; ++r)
+        if (off[r + 1] < off[r])
+            return 0;
+    return 1;
+}
+
+int fz_run_outputs(const char *name, fs_context *ctx, unsigned expect,
+                   fs_status (*invoke)(const void *call), const void *call, const fz_out *outs,
+                   int nouts, const int32_t *st, size_t st_n, int32_t max_row_status,
+                   fs_status *status)
+{
+    for (int i = 0; i < nouts; ++i)
+        fill(outs[i].p, outs[i].bytes);
+    fs_status s = invoke(call);
+    *status = s;
+    for (int i = 0; i < g_nwatch; ++i)
+        FZ_CHECK(fnv(g_watch[i].p, g_watch[i].bytes) == g_watch[i].hash,
+                 "%s: an input buffer (%zu bytes) was written", name, g_watch[i].bytes);
+    const char *msg = ctx ? fs_context_last_error(ctx) : "";
+    if (expect) {
+        FZ_CHECK((unsigned)s < 32 && ((1u << s) & expect),
+                 "%s: returned %s, expected a host error of mask 0x%x (%s)", name,
+                 fs_status_string(s), expect, msg);
+        for (int i = 0; i < nouts; ++i)
+            FZ_CHECK(intact(outs[i].p, outs[i].bytes),
+                     "%s: returned %s but wrote output %d (%zu bytes)", name, fs_status_string(s),
+                     i, outs[i].bytes);
+        FZ_CHECK(!ctx || msg[0], "%s: %s without a message", name, fs_status_string(s));
+        return 0;
+    }
+    FZ_CHECK(s == FS_OK || s == FS_ERR_INVALID_ROWS, "%s: well-formed arguments gave %s (%s)",
+             name, fs_status_string(s), msg);
+    size_t bad = 0;
+    for (size_t i = 0; i < st_n; ++i) {
+        FZ_CHECK(st[i] >= FS_ROW_OK && st[i] <= max_row_status,
+                 "%s: row status %d of %zu is not one this op returns", name, st[i], i);
+        bad += st[i] != FS_ROW_OK;
+    }
+    FZ_CHECK((s == FS_ERR_INVALID_ROWS) == (bad > 0), "%s: returned %s with %zu bad rows of %zu",
+             name, fs_status_string(s), bad, st_n);
+    FZ_CHECK(s == FS_OK || msg[0], "%s: FS_ERR_INVALID_ROWS without a message", name);
+    return 1;
+}
+
+/* ---- filters ------------------------------------------------------------------------ */
+
+static int32_t gen_top_k(fz_in *in, int64_t V)
+{
+    const int32_t t[] = {0,  1,  2,  3,  5,  8, 16, 17, 31, 63, 64, 65, (int32_t)V - 1, (int32_t)V,
+                         (int32_t)V + 1, INT32_MAX, -1, -2, INT32_MIN};
+    uint8_t b = fz_u8(in);
+    if (b < sizeof t / sizeof t[0])
+        return t[b];
+    if (b >= 250)
+        return (int32_t)fz_u32(in); /* anything at all */
+    return (int32_t)(b % (uint64_t)(V + 2));
+}
+
+static float gen_top_p(fz_in *in)
+{
+    const float t[] = {1.0f, 0.9f, 0.5f, 0.95f, 0.1f, 0.8f, 0.3f, 0.99999994f, 1e-6f, 1e-30f,
+                       1.4e-45f /* smallest denormal: still valid */, FLT_MIN,
+                       0.0f, -0.0f, -0.5f, 1.0000001f, 2.0f, NAN, -NAN, INFINITY, -INFINITY};
+    uint8_t b = fz_u8(in);
+    if (b < sizeof t / sizeof t[0])
+        return t[b];
+    if (b >= 250)
+        return bits_f32(fz_u32(in));
+    return (float)(b - 20) / 230.0f; /* (0, 1] */
+}
+
+static float gen_min_p(fz_in *in)
+{
+    const float t[] = {0.0f, 0.05f, 0.1f, 0.5f, 0.9f, 0.999f, 0.99999994f, 1e-6f, 1.4e-45f, -0.0f,
+                       0.3678794f /* log near -1: ties with integer scores */,
+                       1.0f, -1e-6f, -1.0f, 2.0f, NAN, -NAN, INFINITY, -INFINITY};
+    uint8_t b = fz_u8(in);
+    if (b < sizeof t / sizeof t[0])
+        return t[b];
+    if (b >= 250)
+        return bits_f32(fz_u32(in));
+    return (float)(b - 19) / 232.0f; /* [0, 1) */
+}
+
+void fz_gen_filters(fz_in *in, fz_problem *p, int64_t requests)
+{
+    const uint8_t m = fz_u8(in);
+    const int same = fz_u8(in) < 128; /* one value per filter for every request */
+    const size_t n = (size_t)requests;
+    /* the all-zero input sets every filter: a filtered call is the common case */
+    if (!(m & 1)) {
+        int32_t *k = fz_alloc(sizeof(int32_t) * n);
+        for (size_t r = 0; r < n; ++r)
+            k[r] = r == 0 || !same ? gen_top_k(in, p->V) : k[0];
+        p->params.top_k = k;
+    }
+    if (!(m & 2)) {
+        float *tp = fz_alloc(sizeof(float) * n);
+        for (size_t r = 0; r < n; ++r)
+            tp[r] = r == 0 || !same ? gen_top_p(in) : tp[0];
+        p->params.top_p = tp;
+    }
+    if (!(m & 4)) {
+        float *mp = fz_alloc(sizeof(float) * n);
+        for (size_t r = 0; r < n; ++r)
+            mp[r] = r == 0 || !same ? gen_min_p(in) : mp[0];
+        p->params.min_p = mp;
+    }
+    p->params.out_filter_fallback = (m & 8) ? NULL : fz_alloc(sizeof(int32_t) * n);
+}
+
+int32_t fz_filter_status(const fz_problem *p, int64_t r)
+{
+    const fs_sampling *s = &p->params;
+    if (s->top_k && s->top_k[r] < 0)
+        return FS_ROW_BAD_FILTER;
+    if (s->top_p && !(s->top_p[r] > 0.0f && s->top_p[r] <= 1.0f))
+        return FS_ROW_BAD_FILTER;
+    if (s->min_p && !(s->min_p[r] >= 0.0f && s->min_p[r] < 1.0f))
+        return FS_ROW_BAD_FILTER;
+    return FS_ROW_OK;
+}
+
+int fz_filter_on(const fz_problem *p, int64_t r)
+{
+    const fs_sampling *s = &p->params;
+    return (s->top_k && s->top_k[r] > 0 && (int64_t)s->top_k[r] < p->V) ||
+           (s->top_p && s->top_p[r] < 1.0f) || (s->min_p && s->min_p[r] > 0.0f);
+}
+
+static fs_status invoke_call(const void *call)
+{
+    return fz_invoke(call);
+}
+
+int fz_run_filters(const fz_call *c, size_t need, fs_status *status)
+{
+    /* one fallback count per request, as allocated (st_n), whatever
+       fz_corrupt did to the call's request count */
+    int32_t *fb = c->params_v.out_filter_fallback;
+    const fz_out outs[] = {{c->tok, sizeof(int32_t) * c->tok_n},
+                           {c->vals, sizeof(float) * c->vals_n},
+                           {c->nem, sizeof(int32_t) * c->nem_n},
+                           {c->st, sizeof(int32_t) * c->st_n},
+                           {fb, fb ? sizeof(int32_t) * c->st_n : 0}};
+    return fz_run_outputs(op_name(c->op), c->ctx, fz_host_expect(c, need), invoke_call, c, outs,
+                          5, c->st, c->st_n, FS_ROW_BAD_FILTER, status);
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return x > y ? -1 : x < y ? 1 : 0;
+}
+
+void fz_kept_ref(const fz_problem *p, int64_t row, float inv, int64_t r, fz_kept *k)
+{
+    const fs_sampling *sp = &p->params;
+    float *s = malloc(sizeof(float) * (size_t)p->V);
+    if (!s)
+        fz_fail("harness: out of memory");
+    int64_t n = 0;
+    for (int64_t v = 0; v < p->V; ++v) {
+        int known;
+        float x = fz_allowed(p, row, v) ? fz_score(p, row, v, inv, &known) : -INFINITY;
+        if (x > -INFINITY && x < INFINITY)
+            s[n++] = x;
+    }
+    FZ_CHECK(n > 0, "harness: kept set of row %lld without a finite score", (long long)row);
+    qsort(s, (size_t)n, sizeof(float), cmp_desc);
+    const float m = s[0];
+    /* top-k: off at 0 and when it keeps every finite score */
+    const int32_t kk = sp->top_k ? sp->top_k[r] : 0;
+    const float t_k = kk > 0 && (int64_t)kk < n ? s[kk - 1] : -INFINITY;
+    double z_k = 0.0;
+    for (int64_t i = 0; i < n && s[i] >= t_k; ++i)
+        z_k += exp((double)s[i] - (double)m);
+    const float tp = sp->top_p ? sp->top_p[r] : 1.0f;
+    const float mp = sp->min_p ? sp->min_p[r] : 0.0f;
+    const float lmp = mp > 0.0f ? logf(mp) : -INFINITY;
+    /* masses are float sums in the library (~1e-6 relative, order-dependent):
+       a cumulative mass this close to top_p * Z_k is a near-tie */
+    const double margin = 1e-4 * z_k;
+    k->lo = k->hi = m;
+    k->max_s = m;
+    int sure = 1;
+    double before = 0.0;
+    int64_t i = 0;
+    while (i < n && s[i] >= t_k) {
+        const float v = s[i];
+        int64_t j = i;
+        double w = 0.0;
+        while (j < n && s[j] == v)
+            w += exp((double)s[j++] - (double)m);
+        if (i > 0) { /* the first group is always kept */
+            int keep = 2; /* 2 sure, 1 near-tie, 0 cut */
+            if (tp < 1.0f) {
+                const double pz = (double)tp * z_k;
+                keep = before >= pz + margin ? 0 : before >= pz - margin ? 1 : 2;
+            }
+            if (lmp > -INFINITY && keep) {
+                /* the library compares the float difference with logf(min_p) */
+                const float d = v - m;
+                const float tol = 4.0f * FLT_EPSILON * (fabsf(v) + fabsf(m) + fabsf(lmp));
+                int mk = d >= lmp + tol ? 2 : d < lmp - tol ? 0 : 1;
+                keep = mk < keep ? mk : keep;
+            }
+            if (!keep)
+                break;
+            if (keep == 1)
+                sure = 0;
+            k->lo = v;
+            if (sure)
+                k->hi = v;
+        }
+        before += w;
+        i = j;
+    }
+    double z = 0.0;
+    for (int64_t t = 0; t < n && s[t] >= k->hi; ++t)
+        z += exp((double)s[t] - (double)m);
+    k->lse = (double)m + log(z);
+    free(s);
+}
+
+void fz_check_kept(const fz_problem *p, int64_t row, int32_t tok, float inv, const fz_kept *k,
+                   const char *what, int64_t index)
+{
+    int known;
+    float s = fz_score(p, row, tok, inv, &known);
+    FZ_CHECK(!known || s >= k->lo,
+             "%s %lld: token %d scores %.9g in row %lld, outside the kept set {s >= %.9g} "
+             "(max %.9g)", what, (long long)index, tok, (double)s, (long long)row, (double)k->lo,
+             (double)k->max_s);
+}
+
+/* ---- tree verify ------------------------------------------------------------------- */
+
+static size_t tree_query(int64_t requests, int64_t nodes, int64_t V)
+{
+    size_t need = 0;
+    fs_status s = fs_verify_tree_workspace_size(fz_ctx(), requests, nodes, V, &need);
+    FZ_CHECK(s == FS_OK, "tree workspace query of valid sizes failed: %s", fs_status_string(s));
+    return need;
+}
+
+void fz_tree_call_init(fz_tree_call *t, fz_problem *p, const fs_draft_tree *tree, int vals,
+                       int path, size_t *need)
+{
+    memset(t, 0, sizeof *t);
+    fz_call *c = &t->c;
+    c->op = FZ_VERIFY; /* unused by the tree functions; verify's sizes are closest */
+    c->fused = p->fused;
+    c->ctx = fz_ctx();
+    if (p->fused) {
+        c->head_v = p->head;
+        c->head = &c->head_v;
+        c->input = p->hidden;
+    } else {
+        c->input = p->logits;
+    }
+    c->dtype = p->dt;
+    c->rows = p->rows;
+    c->vocab = p->V;
+    c->params_v = p->params;
+    c->params = &c->params_v;
+    t->tree_v = *tree;
+    t->tree = &t->tree_v;
+    const int64_t R = tree->num_requests, S = tree->max_depth + 1;
+    c->tok_n = (size_t)(R * S);
+    c->vals_n = vals ? c->tok_n : 0;
+    c->st_n = c->nem_n = (size_t)R;
+    c->tok = fz_alloc(sizeof(int32_t) * c->tok_n);
+    c->vals = vals ? fz_alloc(sizeof(float) * c->vals_n) : NULL;
+    c->st = fz_alloc(sizeof(int32_t) * c->st_n);
+    c->nem = fz_alloc(sizeof(int32_t) * c->nem_n);
+    t->path_n = path ? (size_t)(R * tree->max_depth) : 0;
+    t->path = path ? fz_alloc(sizeof(int32_t) * t->path_n) : NULL;
+    *need = tree_query(R, tree->num_nodes, p->V);
+    c->ws = fz_alloc(*need);
+    c->ws_bytes = *need;
+
+    g_nwatch = 0;
+    size_t es = dt_size(p->dt);
+    if (p->fused) {
+        watch(p->weight, es * (size_t)(p->V * p->D));
+        watch(p->hidden, es * (size_t)(p->rows * p->D));
+    } else {
+        watch(p->logits, es * (size_t)(p->rows * p->V));
+    }
+    watch(p->temperature, sizeof(float) * (size_t)p->requests);
+    watch(p->seed, sizeof(uint64_t) * (size_t)p->requests);
+    watch(p->offset, sizeof(uint64_t) * (size_t)p->requests);
+    watch(p->bias, sizeof(float) * (size_t)(p->rows * p->V));
+    watch(p->allowed, sizeof(uint32_t) * (size_t)(p->rows * ((p->V + 31) / 32)));
+    watch(tree->tokens, sizeof(int32_t) * (size_t)tree->num_nodes);
+    watch(tree->parents, sizeof(int32_t) * (size_t)tree->num_nodes);
+    watch(tree->node_offsets, sizeof(int32_t) * (size_t)(R + 1));
+}
+
+void fz_tree_corrupt(fz_in *in, fz_tree_call *t, size_t need)
+{
+    /* fz_corrupt's draft-layout cases touch c.drafts only, which tree calls
+       never pass: those rounds leave the call well-formed */
+    fz_corrupt(in, &t->c, need);
+    if (!fz_chance(in, 24))
+        return;
+    switch (fz_below(in, 8)) {
+    case 0: t->tree = NULL; break;
+    case 1: {
+        static const int64_t v[] = {0, -1, (int64_t)INT32_MAX / 2 + 1, INT64_MIN, INT64_MAX};
+        t->tree_v.num_requests = FZ_PICK(in, v);
+        break;
+    }
+    case 2: { /* only values the host must refuse: the outputs are sized by max_depth */
+        static const int64_t v[] = {-1, (int64_t)((1u << 24) - 1), (int64_t)(1u << 24), INT64_MIN,
+                                    INT64_MAX};
+        t->tree_v.max_depth = FZ_PICK(in, v);
+        break;
+    }
+    case 3: {
+        static const int64_t v[] = {-1, FS_TREE_MAX_CHILDREN + 1, 1000, INT64_MIN, INT64_MAX};
+        t->tree_v.max_children = FZ_PICK(in, v);
+        break;
+    }
+    case 4: {
+        const int64_t v[] = {-1, INT64_MIN, INT64_MAX, (int64_t)INT32_MAX,
+                             (int64_t)INT32_MAX - t->tree_v.num_requests + 1};
+        t->tree_v.num_nodes = FZ_PICK(in, v);
+        break;
+    }
+    case 5: t->tree_v.node_offsets = NULL; break;
+    case 6: t->tree_v.tokens = NULL; break;
+    default: t->tree_v.parents = NULL; break;
+    }
+}
+
+unsigned fz_tree_host_expect(const fz_tree_call *t, size_t need)
+{
+    const fz_call *c = &t->c;
+    const unsigned NP = 1u << FS_ERR_NULL_POINTER, IS = 1u << FS_ERR_INVALID_SIZE,
+                   IA = 1u << FS_ERR_INVALID_ARGUMENT;
+    if (!c->ctx)
+        return NP;
+    unsigned m = 0;
+    if (c->fused) {
+        if (!c->head) {
+            m |= NP;
+        } else {
+            if (!c->head->weight)
+                m |= NP;
+            if (!dtype_ok(c->head->dtype))
+                m |= IA;
+            if (!size_ok(c->head->hidden_dim) || !size_ok(c->head->vocab_size))
+                m |= IS;
+        }
+        if (!c->input)
+            m |= NP;
+    } else {
+        if (!c->input)
+            m |= NP;
+        if (!dtype_ok(c->dtype))
+            m |= IA;
+        if (!size_ok(c->vocab))
+            m |= IS;
+    }
+    if (!t->tree) {
+        m |= NP;
+    } else {
+        const fs_draft_tree *d = t->tree;
+        int r_ok = d->num_requests >= 1 && d->num_requests <= INT32_MAX / 2;
+        if (!r_ok || d->max_depth < 0 || d->max_depth >= (int64_t)((1u << 24) - 1) ||
+            d->max_children < 0 || d->max_children > FS_TREE_MAX_CHILDREN || d->num_nodes < 0 ||
+            (r_ok && d->num_nodes > (int64_t)INT32_MAX - d->num_requests))
+            m |= IS;
+        if (!d->node_offsets || (d->num_nodes > 0 && (!d->tokens || !d->parents)))
+            m |= NP;
+    }
+    if (!c->params || !c->params->temperature || !c->params->seed)
+        m |= NP;
+    if (!c->tok || !c->st || !c->nem)
+        m |= NP;
+    if (need > 0 && !c->ws)
+        m |= NP;
+    if (c->ws_bytes < need)
+        m |= 1u << FS_ERR_WORKSPACE_TOO_SMALL;
+    return m;
+}
+
+fs_status fz_tree_invoke(const fz_tree_call *t)
+{
+    const fz_call *c = &t->c;
+    return c->fused ? fs_verify_tree(c->ctx, c->head, c->input, t->tree, c->params, c->ws,
+                                     c->ws_bytes, c->tok, t->path, c->nem, c->vals, c->st)
+                    : fs_verify_tree_logits(c->ctx, c->input, c->dtype, c->vocab, t->tree,
+                                            c->params, c->ws, c->ws_bytes, c->tok, t->path,
+                                            c->nem, c->vals, c->st);
+}
+
+static fs_status invoke_tree(const void *call)
+{
+    return fz_tree_invoke(call);
+}
+
+int fz_tree_run(const fz_tree_call *t, size_t need, fs_status *status)
+{
+    const fz_call *c = &t->c;
+    const fz_out outs[] = {{c->tok, sizeof(int32_t) * c->tok_n},
+                           {c->vals, sizeof(float) * c->vals_n},
+                           {c->nem, sizeof(int32_t) * c->nem_n},
+                           {c->st, sizeof(int32_t) * c->st_n},
+                           {t->path, sizeof(int32_t) * t->path_n}};
+    return fz_run_outputs("tree verify", c->ctx, fz_tree_host_expect(t, need), invoke_tree, t,
+                          outs, 5, c->st, c->st_n, FS_ROW_BAD_TREE, status);
+}
+
+void fz_tree_check_rerun(const fz_tree_call *t, int64_t tile)
+{
+    fz_tree_call d = *t;
+    const fz_call *c = &t->c;
+    d.tree = &d.tree_v;
+    d.c.params = &d.c.params_v;
+    if (c->fused)
+        d.c.head = &d.c.head_v;
+    d.c.tok = fz_alloc(sizeof(int32_t) * c->tok_n);
+    d.c.vals = c->vals ? fz_alloc(sizeof(float) * c->vals_n) : NULL;
+    d.c.st = fz_alloc(sizeof(int32_t) * c->st_n);
+    d.c.nem = fz_alloc(sizeof(int32_t) * c->nem_n);
+    d.path = t->path ? fz_alloc(sizeof(int32_t) * t->path_n) : NULL;
+    fs_cpu_set_tile_size(tile);
+    (void)fz_tree_invoke(&d);
+    fs_cpu_set_tile_size(0);
+    for (size_t i = 0; i < c->st_n; ++i)
+        FZ_CHECK(d.c.st[i] == c->st[i] && d.c.nem[i] == c->nem[i],
+                 "tree verify: tile %lld changed request %zu: status %d -> %d, emitted %d -> %d",
+                 (long long)tile, i, c->st[i], d.c.st[i], c->nem[i], d.c.nem[i]);
+    for (size_t i = 0; i < c->tok_n; ++i)
+        FZ_CHECK(d.c.tok[i] == c->tok[i], "tree verify: tile %lld changed token %zu: %d -> %d",
+                 (long long)tile, i, c->tok[i], d.c.tok[i]);
+    for (size_t i = 0; i < t->path_n; ++i)
+        FZ_CHECK(d.path[i] == t->path[i], "tree verify: tile %lld changed path node %zu: %d -> %d",
+                 (long long)tile, i, t->path[i], d.path[i]);
+    for (size_t i = 0; i < c->vals_n; ++i)
+        FZ_CHECK(same_value(c->vals[i], d.c.vals[i], 0),
+                 "tree verify: tile %lld changed logprob %zu: %.9g -> %.9g", (long long)tile, i,
+                 (double)c->vals[i], (double)d.c.vals[i]);
+}
+
+void fz_tree_check_workspace_query(fz_in *in, int64_t requests, int64_t nodes, int64_t vocab)
+{
+    static const int64_t odd[] = {0, -1, INT64_MIN, INT64_MAX, (int64_t)INT32_MAX,
+                                  (int64_t)INT32_MAX + 1, (int64_t)1 << 40};
+    uint8_t m = fz_u8(in);
+    fs_context *ctx = m == 1 ? NULL : fz_ctx();
+    int out_null = m == 2;
+    if (m >= 3 && m < 6)
+        vocab = FZ_PICK(in, odd);
+    if (m >= 6 && m < 9)
+        requests = FZ_PICK(in, odd);
+    if (m >= 9 && m < 12)
+        nodes = FZ_PICK(in, odd);
+    size_t out = 0xA5A5A5A5u;
+    fs_status s = fs_verify_tree_workspace_size(ctx, requests, nodes, vocab,
+                                                out_null ? NULL : &out);
+    /* rows = nodes + requests in [1, INT32_MAX], requests >= 1, nodes >= 0 */
+    fs_status want = FS_OK;
+    if (!ctx || out_null)
+        want = FS_ERR_NULL_POINTER;
+    else if (!size_ok(vocab) || requests < 1 || nodes < 0 || requests > INT32_MAX ||
+             nodes > (int64_t)INT32_MAX - requests)
+        want = FS_ERR_INVALID_SIZE;
+    FZ_CHECK(s == want, "tree workspace query (requests %lld, nodes %lld, V %lld): %s, expected %s",
+             (long long)requests, (long long)nodes, (long long)vocab, fs_status_string(s),
+             fs_status_string(want));
+    if (s != FS_OK)
+        FZ_CHECK(out == 0xA5A5A5A5u, "tree workspace query failed but wrote its output");
+    else
+        FZ_CHECK(out > 0 && out != 0xA5A5A5A5u, "tree workspace query gave %zu bytes", out);
+}

@@ -185,4 +185,87 @@ void fz_check_rerun(const fz_call *c, int64_t tile);
 void fz_check_workspace_query(fz_in *in, fz_op op, int64_t rows, int64_t requests,
                               int64_t num_draft_tokens, int64_t vocab);
 
+/* ---- shared run checks, generalised -----------------------------------------
+ * fz_run's contract for any op: the outputs listed (each `bytes` long, NULL
+ * ones skipped) hold canaries before the call; a call whose arguments break
+ * a host rule (expect != 0: the bitmask of acceptable errors) must return
+ * one of them, write none of the outputs and leave a message (returns 0);
+ * any other call must return FS_OK or FS_ERR_INVALID_ROWS, the latter iff
+ * some of the st_n row statuses is not FS_ROW_OK, each in
+ * [FS_ROW_OK, max_row_status] (returns 1).  The inputs registered with
+ * fz_watch (fz_call_init registers the ones it knows) are never written. */
+typedef struct fz_out {
+    void *p;
+    size_t bytes;
+} fz_out;
+int fz_run_outputs(const char *name, fs_context *ctx, unsigned expect,
+                   fs_status (*invoke)(const void *call), const void *call, const fz_out *outs,
+                   int nouts, const int32_t *st, size_t st_n, int32_t max_row_status,
+                   fs_status *status);
+/* Register one more input that no call may write (after fz_call_init). */
+void fz_watch(const void *p, size_t bytes);
+/* Offsets of a ragged layout well-formed: start at 0, never decrease, end at
+ * total. */
+int fz_layout_ok(const int32_t *off, int64_t requests, int64_t total);
+
+/* ---- filters (top-k / top-p / min-p) ------------------------------------------
+ * Per-request filter arrays in p->params, each present or NULL as the input
+ * chooses, with valid, edge and bad values (k < 0, p outside (0, 1], min-p
+ * outside [0, 1), NaN, raw bits), and sometimes out_filter_fallback. */
+void fz_gen_filters(fz_in *in, fz_problem *p, int64_t requests);
+/* The documented FS_ROW_BAD_FILTER rule for request r of p->params. */
+int32_t fz_filter_status(const fz_problem *p, int64_t r);
+/* Some filter of request r is on (top_k in (0, V), top_p < 1, min_p > 0). */
+int fz_filter_on(const fz_problem *p, int64_t r);
+/* fz_run for sample / verify calls whose statuses may be FS_ROW_BAD_FILTER;
+ * out_filter_fallback (c->params_v's, when set) is one more output. */
+int fz_run_filters(const fz_call *c, size_t need, fs_status *status);
+
+/* The kept set F = {finite s >= t} of a filtered row, computed from its
+ * scores by the documented rule (order by score; top-k, then top-p over the
+ * renormalised top-k mass, then min-p; ties at a threshold kept), with float
+ * near-ties made explicit: every score >= hi is kept, no score < lo is, and
+ * lo < hi only when a top-p mass or a min-p difference lies within rounding
+ * of its threshold.  lse is the log-sum-exp (double) of {s >= hi}. */
+typedef struct fz_kept {
+    float lo, hi;
+    double lse;
+    float max_s;
+} fz_kept;
+/* Row `row` at 1/T = inv, scored exactly (fz_rowref.exact) and sampling
+ * (not greedy), with the filters of request r. */
+void fz_kept_ref(const fz_problem *p, int64_t row, float inv, int64_t r, fz_kept *k);
+/* tok is in the kept set (up to near-ties): its score is >= lo. */
+void fz_check_kept(const fz_problem *p, int64_t row, int32_t tok, float inv, const fz_kept *k,
+                   const char *what, int64_t index);
+
+/* ---- tree verify ---------------------------------------------------------------
+ * One fs_verify_tree / fs_verify_tree_logits call: the shared arguments in c
+ * (ctx, head, input, dtype, vocab, params, workspace, tok, vals = logprobs,
+ * nem, st; c.op and c.drafts unused), the tree and the path output. */
+typedef struct fz_tree_call {
+    fz_call c;
+    const fs_draft_tree *tree;
+    fs_draft_tree tree_v;
+    int32_t *path;
+    size_t path_n;
+} fz_tree_call;
+/* A well-formed call over p and tree, outputs (logprobs if vals, path nodes
+ * if path) and workspace at their documented sizes; *need as fz_call_init. */
+void fz_tree_call_init(fz_tree_call *t, fz_problem *p, const fs_draft_tree *tree, int vals,
+                       int path, size_t *need);
+/* fz_corrupt's host-level breakages, plus the tree's own (NULL tree and
+ * arrays, request and node counts, max_depth, max_children out of range). */
+void fz_tree_corrupt(fz_in *in, fz_tree_call *t, size_t need);
+unsigned fz_tree_host_expect(const fz_tree_call *t, size_t need);
+fs_status fz_tree_invoke(const fz_tree_call *t);
+/* fz_run for tree calls (row statuses up to FS_ROW_BAD_TREE). */
+int fz_tree_run(const fz_tree_call *t, size_t need, fs_status *status);
+/* The same call with scan tile `tile`, into fresh outputs: identical
+ * statuses, counts, tokens and path nodes, logprobs within rounding. */
+void fz_tree_check_rerun(const fz_tree_call *t, int64_t tile);
+/* fs_verify_tree_workspace_size against the documented rules (odd counts
+ * included), and no write on failure. */
+void fz_tree_check_workspace_query(fz_in *in, int64_t requests, int64_t nodes, int64_t vocab);
+
 #endif
