@@ -340,7 +340,9 @@ FS_API fs_status fs_verify_logits(fs_context *ctx, const void *target_logits, fs
  * fails as a whole, whether or not the walk reaches that row.
  *
  * CPU contexts only so far: on a CUDA context these calls (and the
- * workspace query) return FS_ERR_UNSUPPORTED and do nothing.
+ * workspace query) return FS_ERR_UNSUPPORTED and do nothing.  The filter
+ * fields of fs_sampling (top_k, top_p, min_p, out_filter_fallback) must be
+ * NULL here for now: set, the call returns FS_ERR_UNSUPPORTED.
  */
 #define FS_TREE_MAX_CHILDREN 16
 

@@ -392,6 +392,14 @@ static void test_validation(void **state)
         REFUSE(pp, NULL, FS_ERR_NULL_POINTER);
         REFUSE(p.temperature, NULL, FS_ERR_NULL_POINTER);
         REFUSE(p.seed, NULL, FS_ERR_NULL_POINTER);
+        /* filters are refused, not ignored, until the tree scan applies them */
+        static const int32_t no_k[1024];
+        static const float no_p[1024];
+        static int32_t fallback[1024];
+        REFUSE(p.top_k, no_k, FS_ERR_UNSUPPORTED);
+        REFUSE(p.top_p, no_p, FS_ERR_UNSUPPORTED);
+        REFUSE(p.min_p, no_p, FS_ERR_UNSUPPORTED);
+        REFUSE(p.out_filter_fallback, fallback, FS_ERR_UNSUPPORTED);
         REFUSE(tree.node_offsets, NULL, FS_ERR_NULL_POINTER);
         REFUSE(tree.tokens, NULL, FS_ERR_NULL_POINTER);
         REFUSE(tree.parents, NULL, FS_ERR_NULL_POINTER);
