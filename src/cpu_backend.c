@@ -128,8 +128,9 @@ static void build_descs(const fs_op_args *a, const cpu_workspace *w)
             /* draft_tokens may be NULL when there are none (NULL + 0 is undefined in C) */
             const int32_t *x = n > 0 ? d->draft_tokens + begin : NULL;
             for (int64_t j = 0; j <= n; ++j)
-                w->descs[begin + r + j] = fs_verify_row_desc(x, n, j, temperature_of(p, r),
-                                                             p->seed[r], offset_of(p, r), (int32_t)r);
+                w->descs[begin + r + j] =
+                    fs_verify_row_desc(x, n, j, temperature_of(p, r), p->seed[r],
+                                       offset_of(p, r), (int32_t)r);
         }
     }
     if (g_faults & FS_FAULT_NO_EXCLUDE)

@@ -631,8 +631,8 @@ static void lowt_case(const lowt_gpu_case *c, uint64_t seed)
     lowt_counts(c, &d, x, c->T, seed, draws, counts);
     fst_chi2 r;
     double pv = fst_chi2_test(counts, prob, cells, &r);
-    report(c->verify ? "(accepted, emitted) ~ the joint law at T" : "sampled token ~ softmax(l / T)",
-           &r);
+    report(c->verify ? "(accepted, emitted) ~ the joint law at T"
+                     : "sampled token ~ softmax(l / T)", &r);
     assert_int_equal(r.impossible, 0);
     if (!(pv >= ALPHA))
         fail_msg("%s: chi-squared p = %.3g < %.3g", c->name, pv, ALPHA);

@@ -295,7 +295,8 @@ void fz_gen_inputs(fz_in *in, fz_problem *p, int fused, int64_t rows)
         int edits = (int)fz_below(in, 6);
         for (int e = 0; e < edits; ++e) {
             int64_t r = fz_below(in, R), v = fz_below(in, V);
-            p->l[r * V + v] = store(p->logits, (size_t)(r * V + v), p->dt, special_value(fz_u8(in)));
+            float x = special_value(fz_u8(in));
+            p->l[r * V + v] = store(p->logits, (size_t)(r * V + v), p->dt, x);
         }
         return;
     }
@@ -377,7 +378,8 @@ void fz_gen_params(fz_in *in, fz_problem *p, int64_t requests)
     if (bm & 1) { /* bias: multiples of 1/4 on ~half the tokens, then edits */
         p->bias = fz_alloc(sizeof(float) * (size_t)(R * V));
         for (int64_t i = 0; i < R * V; ++i)
-            p->bias[i] = (rng_next(&rng) & 1) ? (float)((int)(rng_next(&rng) % 17) - 8) / 4.0f : 0.0f;
+            p->bias[i] =
+                (rng_next(&rng) & 1) ? (float)((int)(rng_next(&rng) % 17) - 8) / 4.0f : 0.0f;
         int edits = (int)fz_below(in, 4);
         for (int e = 0; e < edits; ++e) {
             int64_t i = fz_below(in, R) * V + fz_below(in, V);
@@ -520,8 +522,8 @@ void fz_check_token(const fz_problem *p, int64_t row, int32_t tok, float inv, co
 void fz_check_logprob(const fz_problem *p, int64_t row, int32_t tok, float inv,
                       const fz_rowref *ref, float lp, const char *what, int64_t index)
 {
-    FZ_CHECK(lp > -INFINITY && lp <= 0.0f, "%s %lld: log-probability %g of token %d not in (-inf, 0]",
-             what, (long long)index, (double)lp, tok);
+    FZ_CHECK(lp > -INFINITY && lp <= 0.0f,
+             "%s %lld: log-probability %g of token %d not in (-inf, 0]", what, (long long)index, (double)lp, tok);
     if (!ref->exact)
         return;
     int known;
@@ -911,11 +913,12 @@ void fz_check_workspace_query(fz_in *in, fz_op op, int64_t rows, int64_t request
     if (m >= 9 && m < 12)
         num_draft_tokens = FZ_PICK(in, odd);
     size_t out = 0xA5A5A5A5u;
-    fs_status s = op == FZ_SAMPLE ? fs_sample_workspace_size(ctx, rows, vocab, out_null ? NULL : &out)
+    size_t *outp = out_null ? NULL : &out;
+    fs_status s = op == FZ_SAMPLE ? fs_sample_workspace_size(ctx, rows, vocab, outp)
                 : op == FZ_ARGMAX
-                    ? fs_draft_argmax_workspace_size(ctx, rows, vocab, out_null ? NULL : &out)
+                    ? fs_draft_argmax_workspace_size(ctx, rows, vocab, outp)
                     : fs_verify_workspace_size(ctx, requests, num_draft_tokens, vocab,
-                                               out_null ? NULL : &out);
+                                               outp);
     fs_status want = FS_OK;
     if (!ctx || out_null) {
         want = FS_ERR_NULL_POINTER;

@@ -166,7 +166,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                              (long long)r, t[k]);
                 fz_check_token(&p, begin + k, t[k], inv, "verify request", r);
                 if (lp)
-                    fz_check_logprob(&p, begin + k, t[k], inv, &refs[k], lp[k], "verify request", r);
+                    fz_check_logprob(&p, begin + k, t[k], inv, &refs[k], lp[k], "verify request",
+                                     r);
             }
             for (int64_t k = e; k < stride; ++k)
                 FZ_CHECK(t[k] == -1 && (!lp || lp[k] != lp[k]),

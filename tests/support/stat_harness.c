@@ -98,7 +98,8 @@ void stat_lm_logits(uint64_t seed, int64_t V, double top, double T, float *l)
            head tokens grows like gap^2 (as an LM's candidates thicken below
            the top): the scaled score has variance ~3 under the law, which is
            what a wrong temperature shows up against */
-        double gap = i < head ? STAT_LM_SPAN * T * cbrt((double)i / (double)(head > 1 ? head - 1 : 1))
+        double frac = (double)i / (double)(head > 1 ? head - 1 : 1);
+        double gap = i < head ? STAT_LM_SPAN * T * cbrt(frac)
                               : STAT_LM_TAIL_GAP + fabs(2.0 * fst_normal(&r));
         l[perm[i]] = (float)(top - gap);
     }
