@@ -18,8 +18,8 @@
 # Environment:
 #   FUZZ_SECONDS         per target (default 60); e.g. 3600 for a long run
 #   FUZZ_JOBS            targets run at once (default 2)
-#   FUZZ_TARGETS         (default "fuzz_sample fuzz_argmax fuzz_verify")
-#   FUZZ_MUTANTS         "default" (three mutants), "all", "none", or names
+#   FUZZ_TARGETS         (default "fuzz_sample fuzz_argmax fuzz_verify fuzz_filters fuzz_tree")
+#   FUZZ_MUTANTS         "default" (five mutants: three validation checks of the original ops, one each for the filters and tree verify), "all", "none", or names
 #   FUZZ_MUTANT_SECONDS  time a mutant may survive (default 60)
 #   FUZZ_BUILD_DIR       (default build-fuzz)
 #   FUZZ_OUT             findings and logs (default $FUZZ_BUILD_DIR/findings)
@@ -29,7 +29,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 SECONDS_EACH="${FUZZ_SECONDS:-60}"
 JOBS="${FUZZ_JOBS:-2}"
-TARGETS="${FUZZ_TARGETS-fuzz_sample fuzz_argmax fuzz_verify}"
+TARGETS="${FUZZ_TARGETS-fuzz_sample fuzz_argmax fuzz_verify fuzz_filters fuzz_tree}"
 MUTANTS="${FUZZ_MUTANTS:-default}"
 MUTANT_SECONDS="${FUZZ_MUTANT_SECONDS:-60}"
 BUILD="${FUZZ_BUILD_DIR:-build-fuzz}"
@@ -153,10 +153,12 @@ declare -A GUARD=(
   [temperature_nan_negative]=fuzz_sample
   [workspace_size]=fuzz_sample
   [vocab_size_range]=fuzz_argmax
+  [filter_top_k_negative]=fuzz_filters
+  [tree_parent_self]=fuzz_tree
 )
 case "$MUTANTS" in
   none) mutant_list="" ;;
-  default) mutant_list="draft_id_range offsets_monotone workspace_size" ;;
+  default) mutant_list="draft_id_range offsets_monotone workspace_size filter_top_k_negative tree_parent_self" ;;
   all) mutant_list="${!GUARD[*]}" ;;
   *) mutant_list="$MUTANTS" ;;
 esac
