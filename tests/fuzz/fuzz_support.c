@@ -719,12 +719,12 @@ static int size_ok(int64_t n)
     return n >= 1 && n <= INT32_MAX;
 }
 
-unsigned fz_host_expect(const fz_call *c, size_t need)
+/* The host errors of a call's input: the LM head and hidden states, or
+ * the logits (every op checks these alike). */
+static unsigned input_expect(const fz_call *c)
 {
     const unsigned NP = 1u << FS_ERR_NULL_POINTER, IS = 1u << FS_ERR_INVALID_SIZE,
                    IA = 1u << FS_ERR_INVALID_ARGUMENT;
-    if (!c->ctx)
-        return NP;
     unsigned m = 0;
     if (c->fused) {
         if (!c->head) {
@@ -747,6 +747,15 @@ unsigned fz_host_expect(const fz_call *c, size_t need)
         if (!size_ok(c->vocab))
             m |= IS;
     }
+    return m;
+}
+
+unsigned fz_host_expect(const fz_call *c, size_t need)
+{
+    const unsigned NP = 1u << FS_ERR_NULL_POINTER, IS = 1u << FS_ERR_INVALID_SIZE;
+    if (!c->ctx)
+        return NP;
+    unsigned m = input_expect(c);
     if (c->op != FZ_VERIFY) {
         if (!size_ok(c->rows))
             m |= IS;
@@ -1293,32 +1302,10 @@ void fz_tree_corrupt(fz_in *in, fz_tree_call *t, size_t need)
 unsigned fz_tree_host_expect(const fz_tree_call *t, size_t need)
 {
     const fz_call *c = &t->c;
-    const unsigned NP = 1u << FS_ERR_NULL_POINTER, IS = 1u << FS_ERR_INVALID_SIZE,
-                   IA = 1u << FS_ERR_INVALID_ARGUMENT;
+    const unsigned NP = 1u << FS_ERR_NULL_POINTER, IS = 1u << FS_ERR_INVALID_SIZE;
     if (!c->ctx)
         return NP;
-    unsigned m = 0;
-    if (c->fused) {
-        if (!c->head) {
-            m |= NP;
-        } else {
-            if (!c->head->weight)
-                m |= NP;
-            if (!dtype_ok(c->head->dtype))
-                m |= IA;
-            if (!size_ok(c->head->hidden_dim) || !size_ok(c->head->vocab_size))
-                m |= IS;
-        }
-        if (!c->input)
-            m |= NP;
-    } else {
-        if (!c->input)
-            m |= NP;
-        if (!dtype_ok(c->dtype))
-            m |= IA;
-        if (!size_ok(c->vocab))
-            m |= IS;
-    }
+    unsigned m = input_expect(c);
     if (!t->tree) {
         m |= NP;
     } else {
