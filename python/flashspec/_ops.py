@@ -375,21 +375,11 @@ def sample(hidden: torch.Tensor, weight: torch.Tensor, temperature, seed, offset
     SampleOutput(tokens int32 [rows], row_status int32 [rows], logprobs).
     """
     device, hidden, weight, head = _head(hidden, weight)
-    rows, vocab = hidden.shape[0], weight.shape[0]
-    bias, mask = _bias_mask(logit_bias, allowed, rows, vocab, device, "hidden")
-    params, keep = _sampling(rows, device, "hidden", temperature, seed, offset, bias, mask)
-    if rows == 0:
-        return SampleOutput(*_empty_sample(0, device, return_logprobs))
-    tokens = torch.empty(rows, dtype=torch.int32, device=device)
-    status = torch.empty(rows, dtype=torch.int32, device=device)
-    logprobs = torch.empty(rows, dtype=torch.float32, device=device) if return_logprobs else None
-    with _Call(device) as c:
-        ws, ws_bytes = c.ws(_C.sample_workspace_size(c.ctx.handle, rows, vocab))
-        _C.sample(c.ctx.handle, head, hidden.data_ptr(), rows, params, ws, ws_bytes,
-                  tokens.data_ptr(), logprobs.data_ptr() if logprobs is not None else 0,
-                  status.data_ptr())
-    del keep
-    return SampleOutput(tokens, status, logprobs)
+    rows = hidden.shape[0]
+    return _sample_run("hidden", device, rows, weight.shape[0],
+                       lambda c, *rest: _C.sample(c.ctx.handle, head, hidden.data_ptr(), rows,
+                                                  *rest),
+                       temperature, seed, offset, logit_bias, allowed, return_logprobs)
 
 
 def sample_logits(logits: torch.Tensor, temperature, seed, offset=None,
@@ -398,8 +388,19 @@ def sample_logits(logits: torch.Tensor, temperature, seed, offset=None,
     """sample() over logits [rows, V] (bfloat16, float16 or float32) already in memory."""
     device, logits = _logits("logits", logits)
     rows, vocab = logits.shape
-    bias, mask = _bias_mask(logit_bias, allowed, rows, vocab, device, "logits")
-    params, keep = _sampling(rows, device, "logits", temperature, seed, offset, bias, mask)
+    return _sample_run("logits", device, rows, vocab,
+                       lambda c, *rest: _C.sample_logits(c.ctx.handle, logits.data_ptr(),
+                                                         _dtype_code(logits), rows, vocab, *rest),
+                       temperature, seed, offset, logit_bias, allowed, return_logprobs)
+
+
+def _sample_run(name, device, rows, vocab, call, temperature, seed, offset, logit_bias, allowed,
+                return_logprobs) -> SampleOutput:
+    """The parameters, outputs and workspace both sample entries share;
+    call(c, params, ws, ws_bytes, tokens, logprobs, status) runs the one
+    library call that differs."""
+    bias, mask = _bias_mask(logit_bias, allowed, rows, vocab, device, name)
+    params, keep = _sampling(rows, device, name, temperature, seed, offset, bias, mask)
     if rows == 0:
         return SampleOutput(*_empty_sample(0, device, return_logprobs))
     tokens = torch.empty(rows, dtype=torch.int32, device=device)
@@ -407,9 +408,8 @@ def sample_logits(logits: torch.Tensor, temperature, seed, offset=None,
     logprobs = torch.empty(rows, dtype=torch.float32, device=device) if return_logprobs else None
     with _Call(device) as c:
         ws, ws_bytes = c.ws(_C.sample_workspace_size(c.ctx.handle, rows, vocab))
-        _C.sample_logits(c.ctx.handle, logits.data_ptr(), _dtype_code(logits), rows, vocab,
-                         params, ws, ws_bytes, tokens.data_ptr(),
-                         logprobs.data_ptr() if logprobs is not None else 0, status.data_ptr())
+        call(c, params, ws, ws_bytes, tokens.data_ptr(),
+             logprobs.data_ptr() if logprobs is not None else 0, status.data_ptr())
     del keep
     return SampleOutput(tokens, status, logprobs)
 
