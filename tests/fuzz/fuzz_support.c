@@ -575,11 +575,10 @@ static void watch(const void *p, size_t bytes)
     ++g_nwatch;
 }
 
-void fz_call_init(fz_call *c, fz_op op, fz_problem *p, const fs_drafts *drafts, int vals,
-                  size_t *need)
+/* The input part of a call over p: context, LM head and hidden states or
+ * logits, sizes (every op takes them alike). */
+static void call_input(fz_call *c, const fz_problem *p)
 {
-    memset(c, 0, sizeof *c);
-    c->op = op;
     c->fused = p->fused;
     c->ctx = fz_ctx();
     if (p->fused) {
@@ -592,6 +591,14 @@ void fz_call_init(fz_call *c, fz_op op, fz_problem *p, const fs_drafts *drafts, 
     c->dtype = p->dt;
     c->rows = p->rows;
     c->vocab = p->V;
+}
+
+void fz_call_init(fz_call *c, fz_op op, fz_problem *p, const fs_drafts *drafts, int vals,
+                  size_t *need)
+{
+    memset(c, 0, sizeof *c);
+    c->op = op;
+    call_input(c, p);
     if (op != FZ_ARGMAX) {
         c->params_v = p->params;
         c->params = &c->params_v;
@@ -1214,18 +1221,7 @@ void fz_tree_call_init(fz_tree_call *t, fz_problem *p, const fs_draft_tree *tree
     memset(t, 0, sizeof *t);
     fz_call *c = &t->c;
     c->op = FZ_VERIFY; /* unused by the tree functions; verify's sizes are closest */
-    c->fused = p->fused;
-    c->ctx = fz_ctx();
-    if (p->fused) {
-        c->head_v = p->head;
-        c->head = &c->head_v;
-        c->input = p->hidden;
-    } else {
-        c->input = p->logits;
-    }
-    c->dtype = p->dt;
-    c->rows = p->rows;
-    c->vocab = p->V;
+    call_input(c, p);
     c->params_v = p->params;
     c->params = &c->params_v;
     t->tree_v = *tree;
