@@ -575,6 +575,27 @@ static void watch(const void *p, size_t bytes)
     ++g_nwatch;
 }
 
+/* Start the watch list (inputs the library must never write) with p's
+ * input rows and, when the op takes them, its sampling parameters. */
+static void watch_problem(const fz_problem *p, int params)
+{
+    g_nwatch = 0;
+    size_t es = dt_size(p->dt);
+    if (p->fused) {
+        watch(p->weight, es * (size_t)(p->V * p->D));
+        watch(p->hidden, es * (size_t)(p->rows * p->D));
+    } else {
+        watch(p->logits, es * (size_t)(p->rows * p->V));
+    }
+    if (params) {
+        watch(p->temperature, sizeof(float) * (size_t)p->requests);
+        watch(p->seed, sizeof(uint64_t) * (size_t)p->requests);
+        watch(p->offset, sizeof(uint64_t) * (size_t)p->requests);
+        watch(p->bias, sizeof(float) * (size_t)(p->rows * p->V));
+        watch(p->allowed, sizeof(uint32_t) * (size_t)(p->rows * ((p->V + 31) / 32)));
+    }
+}
+
 /* The input part of a call over p: context, LM head and hidden states or
  * logits, sizes (every op takes them alike). */
 static void call_input(fz_call *c, const fz_problem *p)
@@ -622,21 +643,7 @@ void fz_call_init(fz_call *c, fz_op op, fz_problem *p, const fs_drafts *drafts, 
     c->ws = fz_alloc(*need);
     c->ws_bytes = *need;
 
-    g_nwatch = 0;
-    size_t es = dt_size(p->dt);
-    if (p->fused) {
-        watch(p->weight, es * (size_t)(p->V * p->D));
-        watch(p->hidden, es * (size_t)(p->rows * p->D));
-    } else {
-        watch(p->logits, es * (size_t)(p->rows * p->V));
-    }
-    if (op != FZ_ARGMAX) {
-        watch(p->temperature, sizeof(float) * (size_t)p->requests);
-        watch(p->seed, sizeof(uint64_t) * (size_t)p->requests);
-        watch(p->offset, sizeof(uint64_t) * (size_t)p->requests);
-        watch(p->bias, sizeof(float) * (size_t)(p->rows * p->V));
-        watch(p->allowed, sizeof(uint32_t) * (size_t)(p->rows * ((p->V + 31) / 32)));
-    }
+    watch_problem(p, op != FZ_ARGMAX);
     if (op == FZ_VERIFY) {
         watch(drafts->draft_tokens, sizeof(int32_t) * (size_t)drafts->num_draft_tokens);
         watch(drafts->draft_offsets, sizeof(int32_t) * (size_t)(drafts->num_requests + 1));
@@ -1240,19 +1247,7 @@ void fz_tree_call_init(fz_tree_call *t, fz_problem *p, const fs_draft_tree *tree
     c->ws = fz_alloc(*need);
     c->ws_bytes = *need;
 
-    g_nwatch = 0;
-    size_t es = dt_size(p->dt);
-    if (p->fused) {
-        watch(p->weight, es * (size_t)(p->V * p->D));
-        watch(p->hidden, es * (size_t)(p->rows * p->D));
-    } else {
-        watch(p->logits, es * (size_t)(p->rows * p->V));
-    }
-    watch(p->temperature, sizeof(float) * (size_t)p->requests);
-    watch(p->seed, sizeof(uint64_t) * (size_t)p->requests);
-    watch(p->offset, sizeof(uint64_t) * (size_t)p->requests);
-    watch(p->bias, sizeof(float) * (size_t)(p->rows * p->V));
-    watch(p->allowed, sizeof(uint32_t) * (size_t)(p->rows * ((p->V + 31) / 32)));
+    watch_problem(p, 1);
     watch(tree->tokens, sizeof(int32_t) * (size_t)tree->num_nodes);
     watch(tree->parents, sizeof(int32_t) * (size_t)tree->num_nodes);
     watch(tree->node_offsets, sizeof(int32_t) * (size_t)(R + 1));
