@@ -419,24 +419,27 @@ def draft_argmax(hidden: torch.Tensor, weight: torch.Tensor,
     """Greedy token per row: argmax of hidden @ weight.T (lowest id on ties).
     Returns ArgmaxOutput(tokens int32 [rows], row_status, logits float32 [rows])."""
     device, hidden, weight, head = _head(hidden, weight)
-    rows, vocab = hidden.shape[0], weight.shape[0]
-    tokens = torch.empty(rows, dtype=torch.int32, device=device)
-    status = torch.zeros(rows, dtype=torch.int32, device=device)
-    values = torch.empty(rows, dtype=torch.float32, device=device) if return_logits else None
-    if rows == 0:
-        return ArgmaxOutput(tokens, status, values)
-    with _Call(device) as c:
-        ws, ws_bytes = c.ws(_C.draft_argmax_workspace_size(c.ctx.handle, rows, vocab))
-        _C.draft_argmax(c.ctx.handle, head, hidden.data_ptr(), rows, ws, ws_bytes,
-                        tokens.data_ptr(), values.data_ptr() if values is not None else 0,
-                        status.data_ptr())
-    return ArgmaxOutput(tokens, status, values)
+    rows = hidden.shape[0]
+    return _argmax_run(device, rows, weight.shape[0],
+                       lambda c, *rest: _C.draft_argmax(c.ctx.handle, head, hidden.data_ptr(),
+                                                        rows, *rest),
+                       return_logits)
 
 
 def draft_argmax_logits(logits: torch.Tensor, return_logits: bool = False) -> ArgmaxOutput:
     """draft_argmax() over logits [rows, V] already in memory."""
     device, logits = _logits("logits", logits)
     rows, vocab = logits.shape
+    return _argmax_run(device, rows, vocab,
+                       lambda c, *rest: _C.draft_argmax_logits(
+                           c.ctx.handle, logits.data_ptr(), _dtype_code(logits), rows, vocab,
+                           *rest),
+                       return_logits)
+
+
+def _argmax_run(device, rows, vocab, call, return_logits) -> ArgmaxOutput:
+    """The outputs and workspace both draft-argmax entries share;
+    call(c, ws, ws_bytes, tokens, values, status) runs the library call."""
     tokens = torch.empty(rows, dtype=torch.int32, device=device)
     status = torch.zeros(rows, dtype=torch.int32, device=device)
     values = torch.empty(rows, dtype=torch.float32, device=device) if return_logits else None
@@ -444,9 +447,8 @@ def draft_argmax_logits(logits: torch.Tensor, return_logits: bool = False) -> Ar
         return ArgmaxOutput(tokens, status, values)
     with _Call(device) as c:
         ws, ws_bytes = c.ws(_C.draft_argmax_workspace_size(c.ctx.handle, rows, vocab))
-        _C.draft_argmax_logits(c.ctx.handle, logits.data_ptr(), _dtype_code(logits), rows, vocab,
-                               ws, ws_bytes, tokens.data_ptr(),
-                               values.data_ptr() if values is not None else 0, status.data_ptr())
+        call(c, ws, ws_bytes, tokens.data_ptr(), values.data_ptr() if values is not None else 0,
+             status.data_ptr())
     return ArgmaxOutput(tokens, status, values)
 
 
