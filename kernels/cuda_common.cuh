@@ -13,6 +13,8 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "filter_cands.cuh"
+#include "filter_finalize.h"
 #include "finalize.h"
 #include "philox.h"
 #include "record.h"
@@ -40,6 +42,10 @@ typedef struct fs_scan_args {
     int64_t words;        /* ceil(global_vocab / 32) */
     fs_record *tile_recs; /* [rows][tiles_per_row] */
     int64_t tiles_per_row;
+    /* the filters' candidate lists (filter_cands.cuh), one per (row, tile):
+       cands[row * tiles_per_row + tile] for the rows flagged FS_ROWF_FILTER;
+       NULL when the op has no filters */
+    fs_cand_list *cands;
 } fs_scan_args;
 
 /* What a scan kernel needs to end the op itself (op_tail.cuh): the last CTA
@@ -66,8 +72,10 @@ typedef struct fs_tail_args {
 /* Push the tokens t0 .. t0+cnt-1 (global ids, 1 <= cnt <= FS_NOISE_BLOCK, all
  * in noise block t0 / FS_NOISE_BLOCK) of `row` with logits l[0..cnt) into
  * rec: every token into the log-sum-exp and argmax, the block into the
- * sampling candidate.  Same transform as the CPU scan: mask, bias, score. */
-static __device__ __forceinline__ void fs_push_block(fs_record *rec, const fs_row_desc &d,
+ * sampling candidate; and into the candidate list cl when the row filters
+ * (cl non-NULL).  Same transform as the CPU scan: mask, bias, score. */
+static __device__ __forceinline__ void fs_push_block(fs_record *rec, fs_cand_list *cl,
+                                                     const fs_row_desc &d,
                                                      const fs_scan_args &a, int64_t row,
                                                      int64_t t0, int cnt, const float *l)
 {
@@ -85,6 +93,8 @@ static __device__ __forceinline__ void fs_push_block(fs_record *rec, const fs_ro
             s[i] = fs_score(l[i], b, d.inv_temp);
         }
     }
+    if (cl)
+        fs_cand_push_block(*cl, (int32_t)t0, cnt, s);
     fs_record_push_block(rec, &d, (int32_t)t0, cnt, s);
 }
 
@@ -172,16 +182,25 @@ static __device__ __forceinline__ void fs_tile_epilogue(const float *S, int pitc
             continue;
         fs_record rec;
         fs_record_init(&rec);
+        const bool filt = a.cands && (d.flags & FS_ROWF_FILTER);
+        fs_cand_list cl;
+        fs_cand_init(cl);
         const float *srow = S + (size_t)nn * pitch;
         for (int s = lane; s < nslots; s += 32) {
             const int64_t g16 = (B0 + s) * FS_NOISE_BLOCK;
             const int64_t t0 = g16 > gb ? g16 : gb;
             const int64_t t1 = g16 + FS_NOISE_BLOCK < ge ? g16 + FS_NOISE_BLOCK : ge;
-            fs_push_block(&rec, d, a, row, t0, (int)(t1 - t0), srow + (t0 - gb));
+            fs_push_block(&rec, filt ? &cl : nullptr, d, a, row, t0, (int)(t1 - t0),
+                          srow + (t0 - gb));
         }
         fs_record_warp_reduce(&rec);
-        if (lane == 0)
+        if (filt) /* uniform over the warp: one row per warp */
+            fs_cand_warp_reduce(cl);
+        if (lane == 0) {
             a.tile_recs[row * a.tiles_per_row + tile] = rec;
+            if (filt)
+                a.cands[row * a.tiles_per_row + tile] = cl;
+        }
     }
 }
 
@@ -199,10 +218,26 @@ cudaError_t fs_cuda_configure_current(int device);
 
 /* ---- host-side launchers (each returns cudaGetLastError()) ------------- */
 
+/* The filters' parameters as prep reads them; fdescs NULL: the op has no
+ * filters. */
+typedef struct fs_prep_filters {
+    const int32_t *top_k;
+    const float *top_p;
+    const float *min_p;
+    int32_t *out_fallback;  /* zeroed per request by prep (optional) */
+    fs_filter_desc *fdescs; /* [rows] out */
+    unsigned int *flag_n;   /* rows handed to the second pass: zeroed by prep */
+} fs_prep_filters;
+
 /* Row descriptors and pre-scan statuses, and *counter = 0 for the scan's
- * tail (kernels/prep.cu). */
+ * tail (kernels/prep.cu).  filters non-NULL (the op filters; only its flag_n
+ * and fdescs are read, the parameters come from a->params): prep also checks
+ * the filter parameters (FS_ROW_BAD_FILTER), writes every row's
+ * fs_filter_desc, flags the active ones FS_ROWF_FILTER and zeroes
+ * params->out_filter_fallback and *flag_n. */
 cudaError_t fs_launch_prep(const fs_op_args *a, fs_row_desc *descs, int32_t *pre_status,
-                           unsigned int *counter, cudaStream_t stream);
+                           unsigned int *counter, const fs_prep_filters *filters,
+                           cudaStream_t stream);
 
 /* Fused LM-head scans: bf16/fp16 tensor cores (scan_mma.cu), fp32 SIMT
  * (scan_simt.cu).  They write tiles_per_row = ceil(V / FS_FUSED_TILE_V)

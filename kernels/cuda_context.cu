@@ -118,6 +118,10 @@ extern "C" fs_status fs_cuda_context_init(fs_context *ctx, int device_ordinal)
     /* FLASHSPEC_TAIL_ROWS_MAX=n: the scan's last CTA merges and finalizes
        ops of up to n rows (0: never), the merge kernel larger ones (A/B runs) */
     ctx->tail_rows_max = env_count("FLASHSPEC_TAIL_ROWS_MAX", FS_TAIL_ROWS_MAX_DEFAULT);
+    /* FLASHSPEC_FILTER_SECOND_PASS=1: every filtered row takes the filters'
+       exact second pass, as if its candidates could not decide it (tests run
+       both passes on the same rows) */
+    ctx->filter_force_second_pass = env_flag("FLASHSPEC_FILTER_SECOND_PASS");
     int prev;
     fs_status st = fs_cuda_enter(ctx, &prev);
     if (st != FS_OK)

@@ -27,6 +27,8 @@
  *   tp_gather  fs_record   [ranks][rows]               only when sharded over > 1 rank
  */
 #include "cuda_common.cuh"
+#include "filter_check.h"
+#include "filter_gpu.cuh"
 #include "scan_hopper.cuh"
 #include "tp_exchange.cuh"
 
@@ -39,6 +41,7 @@ struct cuda_workspace {
     fs_record *tile_recs;
     fs_record *row_recs;
     void *tp_gather;
+    fs_filter_ws filt; /* sample and verify only */
 };
 
 size_t align_up(size_t n)
@@ -48,8 +51,19 @@ size_t align_up(size_t n)
 
 /* Byte size of the layout (with 256 bytes of slack, so that a caller's
  * pointer of any alignment works); fills w when base is given. */
-size_t carve(const fs_context *ctx, int64_t rows, int64_t requests, int64_t vocab, void *base,
-             cuda_workspace *w)
+/* Candidate lists per row the filters may need: the Hopper tile kernel's
+ * FS_HOPPER_TILE_LISTS per CTA, or one per 128-token tile (generic fused
+ * scan) or per chunk (logits scan). */
+int64_t filter_lists_bound(const fs_context *ctx, int64_t vocab)
+{
+    const int64_t tiles = (vocab + FS_REC_MIN_TOKENS - 1) / FS_REC_MIN_TOKENS;
+    const int64_t ctas = tiles < ctx->sm_count ? tiles : ctx->sm_count;
+    const int64_t hopper = ctas * FS_HOPPER_TILE_LISTS;
+    return hopper > tiles ? hopper : tiles;
+}
+
+size_t carve(const fs_context *ctx, fs_op op, int64_t rows, int64_t requests, int64_t vocab,
+             void *base, cuda_workspace *w)
 {
     char *p = reinterpret_cast<char *>(align_up(reinterpret_cast<uintptr_t>(base)));
     const size_t max_tiles = (size_t)((vocab + FS_REC_MIN_TOKENS - 1) / FS_REC_MIN_TOKENS);
@@ -72,6 +86,37 @@ size_t carve(const fs_context *ctx, int64_t rows, int64_t requests, int64_t voca
     if (w)
         w->tp_gather = p + at;
     at += align_up(fs_tp_workspace_bytes(ctx, rows));
+    if (w)
+        memset(&w->filt, 0, sizeof w->filt);
+    if (op == FS_OP_ARGMAX)
+        return at + 256;
+    /* the filters' region (used only by calls that pass filters) */
+    const int64_t lists = filter_lists_bound(ctx, vocab);
+    const int fb_grid = fs_filter_fallback_grid(ctx->sm_count);
+    if (w) {
+        w->filt.fdescs = reinterpret_cast<fs_filter_desc *>(p + at);
+        w->filt.lists_per_row = lists;
+        w->filt.fb_grid = fb_grid;
+    }
+    at += align_up((size_t)rows * sizeof(fs_filter_desc));
+    if (w)
+        w->filt.cands = reinterpret_cast<fs_cand_list *>(p + at);
+    at += align_up((size_t)rows * (size_t)lists * sizeof(fs_cand_list));
+    if (w)
+        w->filt.flag_n = reinterpret_cast<unsigned int *>(p + at);
+    at += align_up(sizeof(unsigned int));
+    if (w)
+        w->filt.fb = reinterpret_cast<fs_fallback_row *>(p + at);
+    at += align_up((size_t)rows * sizeof(fs_fallback_row));
+    if (w)
+        w->filt.hist_count = reinterpret_cast<uint32_t *>(p + at);
+    at += align_up((size_t)rows * FS_SELECT_BUCKETS * sizeof(uint32_t));
+    if (w)
+        w->filt.hist_mass = reinterpret_cast<unsigned long long *>(p + at);
+    at += align_up((size_t)rows * FS_SELECT_BUCKETS * sizeof(unsigned long long));
+    if (w)
+        w->filt.fb_recs = reinterpret_cast<fs_record *>(p + at);
+    at += align_up((size_t)rows * (size_t)fb_grid * sizeof(fs_record));
     return at + 256;
 }
 
@@ -85,23 +130,33 @@ const char *op_name(fs_op op)
  * without sm_90a code (the context then stops trying).  The Hopper scans end
  * the op themselves (tail); *tail_ran says whether this one did. */
 cudaError_t launch_fused_scan(fs_context *ctx, const fs_op_args *a, fs_scan_args *s,
-                              const fs_tail_args *tail, bool *tail_ran, cudaStream_t stream)
+                              const fs_tail_args *tail, bool *tail_ran, fs_filter_ws *filt,
+                              cudaStream_t stream)
 {
     const fs_lm_head *h = a->head;
     *tail_ran = false;
     if (h->dtype == FS_DTYPE_F32)
         return fs_launch_scan_simt(a, s, stream);
+    /* candidate lists come from the per-block epilogues: the Hopper tile
+       kernel's (up to its 160 rows) or the generic scan's, not the rows
+       kernel's register epilogue */
+    const bool filters = s->cands != nullptr;
     if (ctx->hopper && fs_hopper_supported(h->hidden_dim, 1) &&
-        fs_hopper_aligned(h->weight, a->hidden)) {
+        fs_hopper_aligned(h->weight, a->hidden) &&
+        !(filters && a->rows > FS_HOPPER_TILE_MAX_ROWS)) {
         fs_hopper_opts o = {};
         o.rows_min = ctx->hopper_rows_min;
         o.no_multicast = ctx->hopper_no_multicast;
         o.row_block = ctx->hopper_row_block;
         o.argmax_only = a->op == FS_OP_ARGMAX;
+        if (filters) {
+            o.kernel = FS_HOPPER_TILE;
+            o.cands = s->cands;
+        }
         /* one CTA merging every row's records reads them at one SM's
            bandwidth while the others idle: past tail_rows_max rows the merge
            kernel (programmatic launch, a block per row) is faster */
-        o.tail = a->rows <= ctx->tail_rows_max ? tail : nullptr;
+        o.tail = a->rows <= ctx->tail_rows_max && !filters ? tail : nullptr;
         const int64_t n_recs =
             fs_hopper_records_per_row(a->vocab_size, a->rows, ctx->sm_count, &o);
         cudaError_t e = (cudaError_t)fs_hopper_scan_launch_ex(
@@ -112,12 +167,16 @@ cudaError_t launch_fused_scan(fs_context *ctx, const fs_op_args *a, fs_scan_args
             /* at most min(sm_count, ceil(V / 128)) records per row, which the
                workspace holds */
             s->tiles_per_row = n_recs;
+            if (filters)
+                filt->lists_per_row = n_recs * FS_HOPPER_TILE_LISTS;
             *tail_ran = e == cudaSuccess && o.tail;
             return e;
         }
         (void)cudaGetLastError();
         ctx->hopper = 0;
     }
+    if (filters)
+        filt->lists_per_row = s->tiles_per_row;
     return fs_launch_scan_mma(a, s, stream);
 }
 
@@ -126,22 +185,26 @@ cudaError_t launch_fused_scan(fs_context *ctx, const fs_op_args *a, fs_scan_args
 extern "C" size_t fs_cuda_workspace_bytes(const fs_context *ctx, fs_op op, int64_t rows,
                                           int64_t requests, int64_t vocab_size)
 {
-    (void)op;
-    return carve(ctx, rows, requests, vocab_size, nullptr, nullptr);
+    return carve(ctx, op, rows, requests, vocab_size, nullptr, nullptr);
 }
 
 extern "C" fs_status fs_cuda_run(fs_context *ctx, const fs_op_args *a)
 {
     const int64_t requests = a->op == FS_OP_VERIFY ? a->drafts->num_requests : a->rows;
     cuda_workspace w;
-    carve(ctx, a->rows, requests, a->vocab_size, a->workspace, &w);
+    carve(ctx, a->op, a->rows, requests, a->vocab_size, a->workspace, &w);
+    const bool filters = a->op != FS_OP_ARGMAX && fs_filters_requested(a->params);
+    fs_prep_filters pf = {};
+    pf.fdescs = w.filt.fdescs;
+    pf.flag_n = w.filt.flag_n;
     int prev_device;
     fs_status st = fs_cuda_enter(ctx, &prev_device);
     if (st != FS_OK)
         return st;
     cudaStream_t stream = static_cast<cudaStream_t>(ctx->stream);
     const char *step = "prep";
-    cudaError_t e = fs_launch_prep(a, w.descs, w.pre_status, w.counter, stream);
+    cudaError_t e =
+        fs_launch_prep(a, w.descs, w.pre_status, w.counter, filters ? &pf : nullptr, stream);
     const bool sharded = fs_tp_ranks(ctx) > 1;
 
     fs_scan_args s;
@@ -154,6 +217,7 @@ extern "C" fs_status fs_cuda_run(fs_context *ctx, const fs_op_args *a)
     s.global_vocab = a->global_vocab;
     s.words = (a->global_vocab + 31) / 32;
     s.tile_recs = w.tile_recs;
+    s.cands = filters ? w.filt.cands : nullptr;
     /* the end of the op, for scans that run it in their last CTA: finalize
        unless the records must first be exchanged across vocabulary shards */
     fs_tail_args t;
@@ -174,17 +238,18 @@ extern "C" fs_status fs_cuda_run(fs_context *ctx, const fs_op_args *a)
         if (a->head) {
             s.tiles_per_row = (a->vocab_size + FS_FUSED_TILE_V - 1) / FS_FUSED_TILE_V;
             step = "fused scan";
-            e = launch_fused_scan(ctx, a, &s, &t, &tail_ran, stream);
+            e = launch_fused_scan(ctx, a, &s, &t, &tail_ran, &w.filt, stream);
         } else {
             const int64_t chunk = fs_logits_chunk(a->rows, a->vocab_size, ctx->sm_count);
             s.tiles_per_row = (a->vocab_size + chunk - 1) / chunk;
+            w.filt.lists_per_row = s.tiles_per_row;
             step = "logits scan";
             e = fs_launch_scan_logits(a, &s, chunk, stream);
         }
     }
     /* without the tail, the merge kernel merges, and finalizes sample and
        argmax unless an exchange comes first */
-    const bool merge_finalizes = a->op != FS_OP_VERIFY && !sharded;
+    const bool merge_finalizes = a->op != FS_OP_VERIFY && !sharded && !filters;
     if (e == cudaSuccess && !tail_ran) {
         step = "merge";
         e = fs_launch_merge(a, w.tile_recs, s.tiles_per_row, w.descs, w.pre_status, w.row_recs,
@@ -196,6 +261,26 @@ extern "C" fs_status fs_cuda_run(fs_context *ctx, const fs_op_args *a)
         if (st != FS_OK) {
             fs_cuda_leave(prev_device);
             return st;
+        }
+    }
+    if (e == cudaSuccess && filters) {
+        /* the kept records of the filtered rows (filter_gpu.cuh) */
+        step = "filter resolve";
+        e = fs_launch_filter_resolve(a, &w.filt, w.descs, w.row_recs,
+                                     ctx->filter_force_second_pass, stream);
+        if (e == cudaSuccess) {
+            fs_fallback_src src = {};
+            if (a->head) {
+                src.weight = a->head->weight;
+                src.hidden = a->hidden;
+                src.D = a->head->hidden_dim;
+                src.wdtype = a->head->dtype;
+            } else {
+                src.logits = a->logits;
+                src.ldtype = a->logits_dtype;
+            }
+            step = "filter second pass";
+            e = fs_launch_filter_fallback(a, &w.filt, &s, &src, w.row_recs, stream);
         }
     }
     const bool finalized = tail_ran ? !sharded : merge_finalizes;

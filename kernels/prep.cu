@@ -14,17 +14,32 @@ static unsigned prep_blocks(int64_t n)
     return (unsigned)((n + FS_PREP_THREADS - 1) / FS_PREP_THREADS);
 }
 
+/* A scanned row of request r that passed its other checks: its filter
+ * descriptor, and FS_ROWF_FILTER in its flags when a filter is active. */
+static __device__ __forceinline__ void filter_row(const fs_prep_filters &f, int64_t r,
+                                                  int64_t global_vocab, fs_row_desc &d,
+                                                  fs_filter_desc *fd)
+{
+    *fd = fs_filter_desc_make(f.top_k, f.top_p, f.min_p, r, global_vocab, &d);
+    if (fd->active)
+        d.flags |= FS_ROWF_FILTER;
+}
+
 /* sample: row r = request r at position 0; argmax: greedy, no parameters. */
 __global__ void fs_prep_rows_kernel(int argmax, const float *__restrict__ temperature,
                                     const uint64_t *__restrict__ seed,
                                     const uint64_t *__restrict__ offset, int64_t rows,
+                                    int64_t global_vocab, fs_prep_filters f,
                                     fs_row_desc *descs, int32_t *pre_status,
                                     unsigned int *counter)
 {
     fs_pdl_launch_dependents(); /* the scan may start streaming weights now */
     int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (r == 0)
+    if (r == 0) {
         *counter = 0u;
+        if (f.flag_n)
+            *f.flag_n = 0u;
+    }
     if (r >= rows)
         return;
     if (argmax) {
@@ -34,10 +49,19 @@ __global__ void fs_prep_rows_kernel(int argmax, const float *__restrict__ temper
     }
     float t = temperature[r];
     int32_t st = fs_temperature_status(t);
+    if (f.fdescs) {
+        if (st == FS_ROW_OK)
+            st = fs_filter_status(f.top_k, f.top_p, f.min_p, r);
+        if (f.out_fallback)
+            f.out_fallback[r] = 0;
+    }
     pre_status[r] = st;
-    descs[r] = st != FS_ROW_OK ? fs_row_desc_skip()
-                               : fs_row_desc_make(t, seed[r], offset ? offset[r] : 0, 0, -1, -1,
-                                                  (int32_t)r);
+    fs_row_desc d = st != FS_ROW_OK ? fs_row_desc_skip()
+                                    : fs_row_desc_make(t, seed[r], offset ? offset[r] : 0, 0, -1,
+                                                       -1, (int32_t)r);
+    if (f.fdescs)
+        filter_row(f, r, global_vocab, d, &f.fdescs[r]);
+    descs[r] = d;
 }
 
 /* verify: every block checks the offsets layout (R + 1 ints: cheaper than a
@@ -51,14 +75,18 @@ __global__ void fs_prep_verify_kernel(const int32_t *__restrict__ offsets,
                                       const uint64_t *__restrict__ seed,
                                       const uint64_t *__restrict__ offset, int64_t num_requests,
                                       int64_t num_draft_tokens, int64_t max_drafts,
-                                      int64_t global_vocab, int64_t rows, int32_t *pre_status,
-                                      fs_row_desc *descs, unsigned int *counter)
+                                      int64_t global_vocab, int64_t rows, fs_prep_filters f,
+                                      int32_t *pre_status, fs_row_desc *descs,
+                                      unsigned int *counter)
 {
     fs_pdl_launch_dependents(); /* the scan may start streaming weights now */
     const int64_t first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
-    if (first == 0)
+    if (first == 0) {
         *counter = 0u;
+        if (f.flag_n)
+            *f.flag_n = 0u;
+    }
     int bad = 0;
     for (int64_t r = threadIdx.x; r < num_requests; r += blockDim.x)
         bad |= offsets[r + 1] < offsets[r];
@@ -67,42 +95,64 @@ __global__ void fs_prep_verify_kernel(const int32_t *__restrict__ offsets,
                                    (int64_t)offsets[num_requests] != num_draft_tokens
                                ? FS_ROW_BAD_OFFSETS
                                : FS_ROW_OK;
+    for (int64_t r = first; f.out_fallback && r < num_requests; r += stride)
+        f.out_fallback[r] = 0;
     if (layout != FS_ROW_OK) {
-        for (int64_t i = first; i < rows; i += stride)
+        for (int64_t i = first; i < rows; i += stride) {
             descs[i] = fs_row_desc_skip();
+            if (f.fdescs)
+                f.fdescs[i].active = 0;
+        }
         for (int64_t r = first; r < num_requests; r += stride)
             pre_status[r] = layout;
         return;
     }
     for (int64_t r = first; r < num_requests; r += stride) {
         const float t = temperature[r];
-        const int32_t st = fs_verify_request_status(layout, offsets, drafts, r, max_drafts,
-                                                    global_vocab, t);
+        int32_t st = fs_verify_request_status(layout, offsets, drafts, r, max_drafts,
+                                              global_vocab, t);
+        if (st == FS_ROW_OK && f.fdescs)
+            st = fs_filter_status(f.top_k, f.top_p, f.min_p, r);
         pre_status[r] = st;
         const int64_t begin = offsets[r], n = offsets[r + 1] - begin;
         const uint64_t sd = seed[r], off = offset ? offset[r] : 0;
-        for (int64_t j = 0; j <= n; ++j)
-            descs[begin + r + j] = st == FS_ROW_OK
-                                       ? fs_verify_row_desc(drafts + begin, n, j, t, sd, off,
-                                                            (int32_t)r)
-                                       : fs_row_desc_skip();
+        for (int64_t j = 0; j <= n; ++j) {
+            fs_row_desc d = st == FS_ROW_OK ? fs_verify_row_desc(drafts + begin, n, j, t, sd, off,
+                                                                 (int32_t)r)
+                                            : fs_row_desc_skip();
+            if (f.fdescs)
+                filter_row(f, r, global_vocab, d, &f.fdescs[begin + r + j]);
+            descs[begin + r + j] = d;
+        }
     }
 }
 
 cudaError_t fs_launch_prep(const fs_op_args *a, fs_row_desc *descs, int32_t *pre_status,
-                           unsigned int *counter, cudaStream_t stream)
+                           unsigned int *counter, const fs_prep_filters *filters,
+                           cudaStream_t stream)
 {
     const fs_sampling *p = a->params;
+    fs_prep_filters f = {};
+    if (filters) {
+        f.top_k = p->top_k;
+        f.top_p = p->top_p;
+        f.min_p = p->min_p;
+        f.out_fallback = p->out_filter_fallback;
+        f.fdescs = filters->fdescs;
+        f.flag_n = filters->flag_n;
+    }
     if (a->op != FS_OP_VERIFY) {
         int argmax = a->op == FS_OP_ARGMAX;
         fs_prep_rows_kernel<<<prep_blocks(a->rows), FS_PREP_THREADS, 0, stream>>>(
             argmax, argmax ? nullptr : p->temperature, argmax ? nullptr : p->seed,
-            argmax ? nullptr : p->offset, a->rows, descs, pre_status, counter);
+            argmax ? nullptr : p->offset, a->rows, a->global_vocab, f, descs, pre_status,
+            counter);
         return cudaGetLastError();
     }
     const fs_drafts *d = a->drafts;
     fs_prep_verify_kernel<<<prep_blocks(d->num_requests), FS_PREP_THREADS, 0, stream>>>(
         d->draft_offsets, d->draft_tokens, p->temperature, p->seed, p->offset, d->num_requests,
-        d->num_draft_tokens, d->max_drafts, a->global_vocab, a->rows, pre_status, descs, counter);
+        d->num_draft_tokens, d->max_drafts, a->global_vocab, a->rows, f, pre_status, descs,
+        counter);
     return cudaGetLastError();
 }

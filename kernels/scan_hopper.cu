@@ -94,6 +94,10 @@ struct Args {
     const uint32_t *allowed;
     fs_record *recs; /* [rows][n_recs]: record (row, CTA) at row * n_recs + blockIdx.x */
     int64_t n_recs;
+    /* filters: candidate lists [rows][n_recs * FS_HOPPER_TILE_LISTS], list
+       (row, CTA, q) for the row's q-th epilogue thread (q < TPB; the other
+       slots empty); NULL when the op has no filters */
+    fs_cand_list *cands;
     int64_t rows, V, vocab_offset, global_vocab, words;
     int n_items, kblocks, tail_on;
     fs_tail_args tail;
@@ -121,14 +125,19 @@ __device__ __forceinline__ int epi_idx(int row, int tok)
  * CTA's tiles. */
 struct Epi {
     fs_record rec;
+    fs_cand_list cl; /* the filters' candidates, when filt */
     fs_row_desc d;
     int64_t row; /* global row */
     int64_t v0;  /* local id of the pending tile's first token */
     int scan;    /* row in range and FS_ROWF_VALID */
     int write;   /* row in range and this thread writes the record */
+    int filt;    /* scan and the row filters (FS_ROWF_FILTER) */
 };
 
-/* Push noise block f (local ids v0 + 16 f ..) of buffer row rr. */
+/* Push noise block f (local ids v0 + 16 f ..) of buffer row rr.  FILT: the
+ * op has filters (a separate instantiation, so that the kernels of the ops
+ * without carry no candidate list). */
+template <bool FILT>
 __device__ __forceinline__ void epi_block(Epi &e, const float *epi, int rr, int f, const Args &a)
 {
     const int64_t v = e.v0 + FS_NOISE_BLOCK * f;
@@ -159,10 +168,12 @@ __device__ __forceinline__ void epi_block(Epi &e, const float *epi, int rr, int 
         }
         s[i] = ok ? fs_score(s[i], b, e.d.inv_temp) : -INFINITY;
     }
+    if (FILT && e.filt)
+        fs_cand_push_block(e.cl, (int32_t)g0, n, s);
     fs_record_push_block(&e.rec, &e.d, (int32_t)g0, n, s);
 }
 
-template <int BN>
+template <int BN, bool FILT>
 __device__ __forceinline__ void epi_blocks(Epi &e, const float *epi, int rr, int q, int from, int to,
                                            const Args &a)
 {
@@ -170,10 +181,10 @@ __device__ __forceinline__ void epi_blocks(Epi &e, const float *epi, int rr, int
     if (!e.scan)
         return;
     for (int j = from; j < to; ++j)
-        epi_block(e, epi, rr, q + C::TPB * j, a);
+        epi_block<FILT>(e, epi, rr, q + C::TPB * j, a);
 }
 
-template <int BN, bool BF16>
+template <int BN, bool BF16, bool FILT>
 __global__ void __launch_bounds__(THREADS, 1)
     fsh_scan_kernel(const __grid_constant__ CUtensorMap tmw, const __grid_constant__ CUtensorMap tmh,
                     const Args a)
@@ -270,6 +281,8 @@ __global__ void __launch_bounds__(THREADS, 1)
         e.d = a.descs[e.row];
     e.scan = row_ok && (e.d.flags & FS_ROWF_VALID) ? 1 : 0;
     e.write = row_ok && q == 0 ? 1 : 0;
+    e.filt = FILT && e.scan && (e.d.flags & FS_ROWF_FILTER) ? 1 : 0;
+    fs_cand_init(e.cl);
     bool pending = false;
     int s = 0, prev_s = 0;
     uint32_t ph = 0;
@@ -292,7 +305,7 @@ __global__ void __launch_bounds__(THREADS, 1)
                k-blocks so that no k-block waits long for its consumer */
             if (pending && done < C::UNITS && kb * C::UNITS >= done * KB) {
                 const int to = done + per_kb < C::UNITS ? done + per_kb : C::UNITS;
-                epi_blocks<BN>(e, epi, rr, q, done, to, a);
+                epi_blocks<BN, FILT>(e, epi, rr, q, done, to, a);
                 done = to;
             }
             __syncwarp();
@@ -312,7 +325,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             mbar_arrive(FSH_EMPTY(prev_s));
 
         if (pending)
-            epi_blocks<BN>(e, epi, rr, q, done, C::UNITS, a);
+            epi_blocks<BN, FILT>(e, epi, rr, q, done, C::UNITS, a);
         consumer_bar(); /* every thread is done reading the buffer */
 #pragma unroll
         for (int n = 0; n < BN / 8; ++n) {
@@ -328,7 +341,7 @@ __global__ void __launch_bounds__(THREADS, 1)
         e.v0 = (int64_t)vt * BM;
     }
     if (pending)
-        epi_blocks<BN>(e, epi, rr, q, 0, C::UNITS, a);
+        epi_blocks<BN, FILT>(e, epi, rr, q, 0, C::UNITS, a);
     /* merge the TPB threads of each row (whole warps take part) and write
        the (row, CTA) record */
     if (e_active) {
@@ -339,6 +352,21 @@ __global__ void __launch_bounds__(THREADS, 1)
         }
         if (e.write)
             a.recs[e.row * a.n_recs + blockIdx.x] = e.rec;
+        if (FILT && row_ok) {
+            /* every thread's list unmerged: the more lists, the longer the
+               exact prefix they give (filter_cands.cuh) */
+            fs_cand_list *out =
+                a.cands + (e.row * a.n_recs + blockIdx.x) * FS_HOPPER_TILE_LISTS;
+            if (!e.filt)
+                fs_cand_init(e.cl);
+            out[q] = e.cl;
+            if (q == 0)
+                for (int k = C::TPB; k < FS_HOPPER_TILE_LISTS; ++k) {
+                    fs_cand_list none;
+                    fs_cand_init(none);
+                    out[k] = none;
+                }
+        }
     }
     if (a.tail_on)
         fs_op_tail(a.tail, a.recs, a.n_recs, a.rows, a.descs, ct, NCT, 1, tail_flag,
@@ -350,7 +378,7 @@ __global__ void __launch_bounds__(THREADS, 1)
 
 #else /* not sm_90a: the kernel exists (for the host stub) but is empty */
 
-template <int BN, bool BF16>
+template <int BN, bool BF16, bool FILT>
 __global__ void __launch_bounds__(THREADS, 1)
     fsh_scan_kernel(const __grid_constant__ CUtensorMap tmw, const __grid_constant__ CUtensorMap tmh,
                     const Args a)
@@ -368,11 +396,21 @@ __global__ void __launch_bounds__(THREADS, 1)
 static const int kBnList[] = {16, 32, 48, 64, 80, 96, 128, 160};
 constexpr int kNumBn = (int)(sizeof(kBnList) / sizeof(kBnList[0]));
 
-template <int BN, bool BF16> cudaError_t configure(int device)
+template <int BN, bool BF16, bool FILT> cudaError_t configure(int device)
 {
     static unsigned long long done = 0;
-    return set_smem_once(reinterpret_cast<const void *>(fsh_scan_kernel<BN, BF16>), Cfg<BN>::SMEM,
-                         &done, device);
+    return set_smem_once(reinterpret_cast<const void *>(fsh_scan_kernel<BN, BF16, FILT>),
+                         Cfg<BN>::SMEM, &done, device);
+}
+
+template <int BN, bool BF16, bool FILT>
+cudaError_t launch_one(const CUtensorMap &tw, const CUtensorMap &th, const Args &a,
+                       const fs_pdl_config &pc, int device)
+{
+    cudaError_t e = configure<BN, BF16, FILT>(device);
+    if (e == cudaSuccess)
+        e = cudaLaunchKernelEx(&pc.cfg, fsh_scan_kernel<BN, BF16, FILT>, tw, th, a);
+    return e;
 }
 
 template <int BN>
@@ -387,15 +425,13 @@ cudaError_t launch(const CUtensorMap &tw, const void *H, int is_bf16, int64_t D,
     a.kblocks = (a0.kblocks + Cfg<BN>::KS - 1) / Cfg<BN>::KS; /* stages per tile */
     /* programmatic launch: overlaps the prep kernel (see fs_pdl_wait above) */
     fs_pdl_config pc(dim3((unsigned)grid), dim3(THREADS), Cfg<BN>::SMEM, stream, true);
-    if (is_bf16) {
-        if ((e = configure<BN, true>(device)) != cudaSuccess)
-            return e;
-        e = cudaLaunchKernelEx(&pc.cfg, fsh_scan_kernel<BN, true>, tw, th, a);
-    } else {
-        if ((e = configure<BN, false>(device)) != cudaSuccess)
-            return e;
-        e = cudaLaunchKernelEx(&pc.cfg, fsh_scan_kernel<BN, false>, tw, th, a);
-    }
+    const bool filt = a.cands != nullptr;
+    if (is_bf16)
+        e = filt ? launch_one<BN, true, true>(tw, th, a, pc, device)
+                 : launch_one<BN, true, false>(tw, th, a, pc, device);
+    else
+        e = filt ? launch_one<BN, false, true>(tw, th, a, pc, device)
+                 : launch_one<BN, false, false>(tw, th, a, pc, device);
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 
@@ -515,6 +551,8 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
     const fs_tail_args *tail = opts ? opts->tail : nullptr;
 
     if (fs_hopper_kernel_for(rows, opts) == FS_HOPPER_ROWS) {
+        if (opts && opts->cands)
+            return (int)cudaErrorInvalidValue; /* no candidate lists in the rows kernel */
         const RowsKnobs k = rows_knobs(opts);
         return fs_hopper_rows_launch(W, H, is_bf16, V_local, D, rows, vocab_offset, global_vocab,
                                      descs, logit_bias, allowed, recs, n_recs, tail, k.multicast,
@@ -527,6 +565,7 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
                    D, tail); /* kblocks: per 64-wide box; launch() makes it per stage */
     a.n_recs = n_recs;
     a.n_items = (int)num_tiles(V_local);
+    a.cands = opts ? opts->cands : nullptr;
 
     CUtensorMap tw;
     if ((e = make_map(&tw, W, is_bf16, D, V_local, BM)) != cudaSuccess)

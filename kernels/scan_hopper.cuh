@@ -40,6 +40,10 @@ enum fs_hopper_kernel { FS_HOPPER_AUTO = 0, FS_HOPPER_TILE = 1, FS_HOPPER_ROWS =
 
 #define FS_HOPPER_TILE_MAX_ROWS 160
 
+/* Candidate lists per (row, CTA) the tile kernel writes for filtered rows:
+ * one per epilogue thread of the row (at most 8: a tile's noise blocks). */
+#define FS_HOPPER_TILE_LISTS 8
+
 /* The automatic choice takes FS_HOPPER_ROWS from FS_HOPPER_ROWS_MIN_DEFAULT
  * rows up, for every op; fs_hopper_opts.rows_min > 0 replaces the rule by
  * "rows kernel from rows_min rows". */
@@ -55,6 +59,8 @@ typedef struct fs_hopper_opts {
                                  read (the rows kernel then skips the exponentials) */
     const fs_tail_args *tail; /* the op's end, run by the last CTA (op_tail.cuh); NULL: the
                                  caller merges the records itself */
+    fs_cand_list *cands;      /* the filters' candidate lists (tile kernel only), n_recs *
+                                 FS_HOPPER_TILE_LISTS per row; NULL: no filters */
 } fs_hopper_opts;
 
 /* The kernel a launch with these options takes (opts may be NULL). */

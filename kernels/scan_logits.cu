@@ -33,6 +33,7 @@ __global__ void __launch_bounds__(THREADS)
                           int64_t chunks, fs_scan_args a)
 {
     __shared__ fs_record scratch[32];
+    __shared__ fs_cand_list cand_scratch[THREADS / 32];
     const int64_t row = blockIdx.x / chunks, c = blockIdx.x % chunks;
     const fs_row_desc d = a.descs[row];
     if (!(d.flags & FS_ROWF_VALID))
@@ -46,6 +47,9 @@ __global__ void __launch_bounds__(THREADS)
 
     fs_record rec;
     fs_record_init(&rec);
+    const bool filt = a.cands && (d.flags & FS_ROWF_FILTER); /* uniform over the block */
+    fs_cand_list cl;
+    fs_cand_init(cl);
     for (int64_t s = threadIdx.x; s < nslots; s += THREADS) {
         const int64_t g16 = (B0 + s) * FS_NOISE_BLOCK;
         float l[FS_NOISE_BLOCK];
@@ -79,11 +83,28 @@ __global__ void __launch_bounds__(THREADS)
             for (int i = 0; i < FS_NOISE_BLOCK; ++i)
                 l[i] = i < cnt ? load_one(logits, row_base + t0 + i, dt) : 0.0f;
         }
-        fs_push_block(&rec, d, a, row, t0, cnt, l);
+        fs_push_block(&rec, filt ? &cl : nullptr, d, a, row, t0, cnt, l);
     }
     rec = fs_record_block_reduce(rec, scratch);
     if (threadIdx.x == 0)
         a.tile_recs[row * a.tiles_per_row + c] = rec;
+    if (filt) {
+        /* the block's candidate list: warps, then warp 0 over the warps */
+        fs_cand_warp_reduce(cl);
+        const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+        if (lane == 0)
+            cand_scratch[warp] = cl;
+        __syncthreads();
+        if (warp == 0) {
+            if (lane < THREADS / 32)
+                cl = cand_scratch[lane];
+            else
+                fs_cand_init(cl);
+            fs_cand_warp_reduce(cl);
+            if (lane == 0)
+                a.cands[row * a.tiles_per_row + c] = cl;
+        }
+    }
 }
 
 } // namespace

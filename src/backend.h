@@ -68,6 +68,8 @@ struct fs_context {
     int hopper_row_block;    /* the rows kernel's rows per CTA (128 / 192); 0: automatic */
     int64_t tail_rows_max;   /* the Hopper scan's last CTA ends ops of up to this many rows;
                                 past it, a merge kernel on every SM does */
+    int filter_force_second_pass; /* FLASHSPEC_FILTER_SECOND_PASS: every filtered row takes the
+                                     filters' second pass (tests of that pass) */
     char last_error[512];
 };
 

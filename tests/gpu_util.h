@@ -233,6 +233,14 @@ static inline void gt_upload(const gt_in *in, gt_dev_in *g)
         g->p.offset = gt_dup(in->p.offset, sizeof(uint64_t) * R);
         g->p.logit_bias = gt_dup(in->p.logit_bias, sizeof(float) * rows * V);
         g->p.allowed = gt_dup(in->p.allowed, sizeof(uint32_t) * rows * (size_t)fst_mask_words(in->V));
+        g->p.top_k = gt_dup(in->p.top_k, sizeof(int32_t) * R);
+        g->p.top_p = gt_dup(in->p.top_p, sizeof(float) * R);
+        g->p.min_p = gt_dup(in->p.min_p, sizeof(float) * R);
+        /* an output: poisoned, downloaded by gt_run */
+        if (in->p.out_filter_fallback) {
+            g->p.out_filter_fallback = gt_dmalloc(sizeof(int32_t) * R);
+            GT_CUDA(cudaMemset(g->p.out_filter_fallback, 0x5a, sizeof(int32_t) * R));
+        }
     }
     if (in->op == GT_VERIFY) {
         g->d = in->d;
@@ -255,6 +263,10 @@ static inline void gt_free_dev(gt_dev_in *g)
     gt_dfree(g->p.offset);
     gt_dfree(g->p.logit_bias);
     gt_dfree(g->p.allowed);
+    gt_dfree(g->p.top_k);
+    gt_dfree(g->p.top_p);
+    gt_dfree(g->p.min_p);
+    gt_dfree(g->p.out_filter_fallback);
     gt_dfree(g->d.draft_tokens);
     gt_dfree(g->d.draft_offsets);
     memset(g, 0, sizeof *g);
@@ -281,7 +293,8 @@ static inline void gt_run(fs_context *ctx, const gt_in *in, gt_out *o)
     int32_t *nem = gt_dmalloc(sizeof(int32_t) * (size_t)o->nreq);
     o->ret = gt_call(ctx, in, g.w, g.h, g.l, &g.p, &g.d, ws, ws_bytes, tok, val,
                      in->op == GT_VERIFY ? nem : NULL, st);
-    if (o->ret != FS_OK)
+    /* FS_ERR_INVALID_ROWS: per-row statuses were written, the caller compares them */
+    if (o->ret != FS_OK && o->ret != FS_ERR_INVALID_ROWS)
         fail_msg("GPU %s: %s (%s)", gt_op_name(in->op), fs_status_string(o->ret),
                  fs_context_last_error(ctx));
     GT_CUDA(cudaDeviceSynchronize());
@@ -290,6 +303,7 @@ static inline void gt_run(fs_context *ctx, const gt_in *in, gt_out *o)
     gt_down(o->st, st, sizeof(int32_t) * (size_t)o->nreq);
     if (in->op == GT_VERIFY)
         gt_down(o->nem, nem, sizeof(int32_t) * (size_t)o->nreq);
+    gt_down(in->p.out_filter_fallback, g.p.out_filter_fallback, sizeof(int32_t) * (size_t)o->nreq);
     gt_dfree(ws);
     gt_dfree(tok);
     gt_dfree(val);

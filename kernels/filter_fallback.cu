@@ -1,0 +1,319 @@
+/* The filters' exact second pass on the GPU, for the rows the one pass
+ * handed over (filter_resolve.cu): radix selects of the top-k and top-p
+ * thresholds over the row's whole vocabulary (filter_select.h, the same
+ * digits and steps as the CPU backend), then the draw of the kept record.
+ *
+ * One cooperative launch: every block of the grid walks the vocabulary in
+ * 128-token tiles (tile j of block b: j = b, b + grid, ...), recomputing the
+ * handed-over rows' scores -- from the LM head and the hidden states for the
+ * fused ops, from the logits for the *_logits ops -- and grid-wide
+ * barriers separate the histogram passes, the select steps and the draw.
+ * With no row handed over, every block returns at once: the op pays one
+ * launch of a few microseconds for a pass it rarely needs.
+ *
+ * Scores are recomputed with an fp32 dot product in a fixed order (k
+ * ascending), so every histogram pass and the draw see the same scores; for
+ * fused ops they are not the tensor-core scan's bit for bit, so the row's
+ * kept set, noise and log-sum-exp all come from this pass's scores (its own
+ * max for min-p; the first pass's max only scales the masses).  Masses are
+ * fixed point (FS_FB_MASS_ONE) so the atomics that sum them are
+ * order-independent. */
+#include <cooperative_groups.h>
+#include <cuda_fp16.h>
+
+#include "filter_gpu.cuh"
+
+namespace cg = cooperative_groups;
+
+namespace {
+
+constexpr int THREADS = 256;
+constexpr int TILE = 128;            /* tokens per tile: whole noise blocks */
+constexpr int GROUP = 32;            /* handed-over rows scored together */
+constexpr int KC = 32;               /* D per staged chunk */
+constexpr int WP = KC + 1;           /* staged W row pitch: conflict-free column reads */
+constexpr int SP = TILE + 1;         /* score row pitch */
+
+struct Smem {
+    union {
+        struct {
+            float w[TILE][WP]; /* W chunk as fp32 */
+            float h[GROUP][KC];
+        } mm;
+        struct {
+            uint32_t count[FS_SELECT_BUCKETS];
+            float mass[FS_SELECT_BUCKETS];
+        } step;
+    } u;
+    float sc[GROUP][SP]; /* the tile's scores of the group's rows */
+    int rows[GROUP];     /* fb index of each group slot, -1: none */
+};
+
+__device__ __forceinline__ float load_elem(const void *p, int64_t i, fs_dtype dt)
+{
+    if (dt == FS_DTYPE_F32)
+        return static_cast<const float *>(p)[i];
+    const uint16_t h = static_cast<const uint16_t *>(p)[i];
+    if (dt == FS_DTYPE_BF16)
+        return __uint_as_float((uint32_t)h << 16);
+    return __half2float(__ushort_as_half(h));
+}
+
+/* A handed-over row takes part in this histogram pass. */
+__device__ __forceinline__ bool selecting(const fs_fallback_row &r)
+{
+    return r.phase == FS_FB_K || r.phase == FS_FB_P;
+}
+
+/* Scores of the tile's tokens v0 .. v0 + TILE for the rows in sm.rows into
+ * sm.sc (-inf where masked, out of range or the slot is empty). */
+__device__ void score_tile(Smem &sm, const fs_op_args &a, const fs_scan_args &s,
+                           const fs_fallback_src &src, const fs_fallback_row *fb,
+                           const fs_row_desc *descs, int64_t v0)
+{
+    const int tid = threadIdx.x;
+    const int tok = tid % TILE, rsub = tid / TILE; /* rows rsub, rsub + 2, ... */
+    constexpr int RPT = GROUP / (THREADS / TILE);
+    float acc[RPT];
+#pragma unroll
+    for (int j = 0; j < RPT; ++j)
+        acc[j] = 0.0f;
+    const int64_t V = a.vocab_size;
+    if (src.weight) {
+        for (int64_t k0 = 0; k0 < src.D; k0 += KC) {
+            __syncthreads();
+            for (int i = tid; i < TILE * KC; i += THREADS) {
+                const int t = i / KC, k = i % KC;
+                const int64_t v = v0 + t, kk = k0 + k;
+                sm.u.mm.w[t][k] =
+                    v < V && kk < src.D ? load_elem(src.weight, v * src.D + kk, src.wdtype) : 0.0f;
+            }
+            for (int i = tid; i < GROUP * KC; i += THREADS) {
+                const int g = i / KC, k = i % KC;
+                const int64_t kk = k0 + k;
+                const int fi = sm.rows[g];
+                sm.u.mm.h[g][k] = fi >= 0 && kk < src.D
+                                      ? load_elem(src.hidden, (int64_t)fb[fi].row * src.D + kk,
+                                                  src.wdtype)
+                                      : 0.0f;
+            }
+            __syncthreads();
+            for (int k = 0; k < KC; ++k) {
+                const float wv = sm.u.mm.w[tok][k];
+#pragma unroll
+                for (int j = 0; j < RPT; ++j)
+                    acc[j] = fmaf(wv, sm.u.mm.h[rsub + 2 * j][k], acc[j]);
+            }
+        }
+    }
+    const int64_t gid = a.vocab_offset + v0 + tok;
+#pragma unroll
+    for (int j = 0; j < RPT; ++j) {
+        const int g = rsub + 2 * j;
+        const int fi = sm.rows[g];
+        float out = -INFINITY;
+        if (fi >= 0 && v0 + tok < V) {
+            const int64_t row = fb[fi].row;
+            const fs_row_desc &d = descs[row];
+            const float l = src.weight ? acc[j] : load_elem(src.logits, row * V + v0 + tok, src.ldtype);
+            bool ok = true;
+            if (s.allowed)
+                ok = (s.allowed[row * s.words + (gid >> 5)] >> (gid & 31)) & 1u;
+            if (ok) {
+                const float b = s.bias ? s.bias[row * s.global_vocab + gid] : 0.0f;
+                out = fs_score(l, b, d.inv_temp);
+            }
+        }
+        sm.sc[g][tok] = out;
+    }
+    __syncthreads();
+}
+
+__global__ void __launch_bounds__(THREADS)
+    fs_filter_fallback_kernel(fs_op_args a, fs_filter_ws w, fs_scan_args s, fs_fallback_src src,
+                              fs_record *row_recs)
+{
+    const unsigned int n = *w.flag_n;
+    if (n == 0)
+        return; /* uniform: no barrier is reached */
+    cg::grid_group grid = cg::this_grid();
+    __shared__ Smem sm;
+    const int tid = threadIdx.x;
+    const fs_row_desc *descs = s.descs;
+    fs_fallback_row *fb = w.fb;
+    const int64_t tiles = (a.vocab_size + TILE - 1) / TILE;
+
+    /* histogram passes: pass 0 also finds each row's max; at most 3 levels
+       of a top-k select and 3 of a top-p select */
+    for (int pass = 0; pass < 2 * FS_SELECT_LEVELS; ++pass) {
+        bool any = false;
+        for (unsigned int i = 0; i < n; ++i)
+            any |= selecting(fb[i]);
+        if (!any && pass > 0)
+            break;
+        for (int64_t i = (int64_t)blockIdx.x * THREADS + tid; i < (int64_t)n * FS_SELECT_BUCKETS;
+             i += (int64_t)gridDim.x * THREADS) {
+            w.hist_count[i] = 0u;
+            w.hist_mass[i] = 0ull;
+        }
+        grid.sync();
+        for (unsigned int g0 = 0; g0 < n; g0 += GROUP) {
+            __syncthreads();
+            if (tid < GROUP) {
+                const unsigned int fi = g0 + tid;
+                sm.rows[tid] = fi < n && (pass == 0 || selecting(fb[fi])) ? (int)fi : -1;
+            }
+            __syncthreads();
+            for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+                score_tile(sm, a, s, src, fb, descs, t * TILE);
+                for (int i = tid; i < GROUP * TILE; i += THREADS) {
+                    const int g = i / TILE;
+                    const int fi = sm.rows[g];
+                    const float x = sm.sc[g][i % TILE];
+                    if (fi < 0 || !(x > -INFINITY && x < INFINITY))
+                        continue;
+                    fs_fallback_row &r = fb[fi];
+                    const uint32_t key = fs_select_key(x);
+                    if (pass == 0)
+                        atomicMax(&r.max_key, key);
+                    if (!selecting(r))
+                        continue;
+                    const float floor = r.phase == FS_FB_P ? r.t_k : -INFINITY;
+                    if (x < floor)
+                        continue;
+                    const int b = fs_select_bucket(&r.q, key);
+                    if (b < 0)
+                        continue;
+                    float e = fs_exp(x - r.m1);
+                    e = e < 8388608.0f ? e : 8388608.0f; /* 2^23: no 64-bit overflow */
+                    atomicAdd(&w.hist_count[(int64_t)fi * FS_SELECT_BUCKETS + b], 1u);
+                    atomicAdd(&w.hist_mass[(int64_t)fi * FS_SELECT_BUCKETS + b],
+                              (unsigned long long)((double)e * FS_FB_MASS_ONE));
+                }
+            }
+        }
+        grid.sync();
+        /* the select steps: a block per row */
+        for (unsigned int fi = blockIdx.x; fi < n; fi += gridDim.x) {
+            fs_fallback_row &r = fb[fi];
+            if (!selecting(r))
+                continue;
+            const uint32_t *hc = w.hist_count + (int64_t)fi * FS_SELECT_BUCKETS;
+            const unsigned long long *hm = w.hist_mass + (int64_t)fi * FS_SELECT_BUCKETS;
+            __syncthreads();
+            for (int b = tid; b < FS_SELECT_BUCKETS; b += THREADS) {
+                sm.u.step.count[b] = hc[b];
+                sm.u.step.mass[b] = (float)((double)hm[b] / FS_FB_MASS_ONE);
+            }
+            __syncthreads();
+            if (tid == 0) {
+                if (r.phase == FS_FB_P && r.q.level == 0) {
+                    /* the nucleus target: top_p of the mass left by top-k
+                       (every token >= the floor is in this first histogram) */
+                    unsigned long long total = 0ull;
+                    for (int b = 0; b < FS_SELECT_BUCKETS; ++b)
+                        total += hm[b];
+                    const fs_filter_desc fd = w.fdescs[r.row];
+                    r.q.need_mass = fd.top_p * (float)((double)total / FS_FB_MASS_ONE);
+                }
+                fs_select_step(&r.q, reinterpret_cast<const int32_t *>(sm.u.step.count),
+                               sm.u.step.mass);
+                if (fs_select_done(&r.q)) {
+                    const fs_filter_desc fd = w.fdescs[r.row];
+                    if (r.phase == FS_FB_K) {
+                        r.t_k = r.q.threshold;
+                        if (fd.top_p < 1.0f) {
+                            r.phase = FS_FB_P;
+                            fs_select_init(&r.q, 0, 0.0f);
+                        } else {
+                            r.phase = FS_FB_DRAW;
+                        }
+                    } else {
+                        r.t_p = r.q.threshold;
+                        r.phase = FS_FB_DRAW;
+                    }
+                }
+            }
+        }
+        grid.sync();
+    }
+
+    /* the draw: every token of a row under its cut, in noise blocks; one
+       record per (row, block of the grid), merged below in block order */
+    for (unsigned int g0 = 0; g0 < n; g0 += GROUP) {
+        __syncthreads();
+        if (tid < GROUP)
+            sm.rows[tid] = g0 + tid < n ? (int)(g0 + tid) : -1;
+        __syncthreads();
+        /* thread: group row tid / 8, noise block tid % 8 of each tile */
+        const int g = tid / (TILE / FS_NOISE_BLOCK), nb = tid % (TILE / FS_NOISE_BLOCK);
+        const int fi = sm.rows[g];
+        fs_record rec;
+        fs_record_init(&rec);
+        fs_filter_cut cut;
+        fs_row_desc d = fs_row_desc_skip();
+        if (fi >= 0) {
+            const fs_fallback_row &r = fb[fi];
+            const fs_filter_desc fd = w.fdescs[r.row];
+            d = descs[r.row];
+            cut.threshold = r.t_k > r.t_p ? r.t_k : r.t_p;
+            cut.max_s = fs_select_score(r.max_key);
+            cut.log_min_p = fd.log_min_p;
+        }
+        for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+            score_tile(sm, a, s, src, fb, descs, t * TILE);
+            const int64_t v = t * TILE + nb * FS_NOISE_BLOCK;
+            if (fi >= 0 && v < a.vocab_size) {
+                float x[FS_NOISE_BLOCK];
+#pragma unroll
+                for (int i = 0; i < FS_NOISE_BLOCK; ++i) {
+                    const float y = sm.sc[g][nb * FS_NOISE_BLOCK + i];
+                    x[i] = fs_filter_keeps(&cut, y) ? y : -INFINITY;
+                }
+                const int64_t left = a.vocab_size - v;
+                fs_record_push_block(&rec, &d, (int32_t)(a.vocab_offset + v),
+                                     left < FS_NOISE_BLOCK ? (int)left : FS_NOISE_BLOCK, x);
+            }
+        }
+        /* the 8 threads of a row, in a fixed butterfly */
+        for (int m = 1; m < TILE / FS_NOISE_BLOCK; m <<= 1) {
+            const fs_record o = fs_record_shfl_xor(rec, m);
+            fs_record_merge(&rec, &o);
+        }
+        if (fi >= 0 && nb == 0)
+            w.fb_recs[(int64_t)fi * gridDim.x + blockIdx.x] = rec;
+    }
+    grid.sync();
+    for (unsigned int fi = blockIdx.x * THREADS + tid; fi < n; fi += gridDim.x * THREADS) {
+        fs_record kept;
+        fs_record_init(&kept);
+        for (unsigned int b = 0; b < gridDim.x; ++b)
+            fs_record_merge(&kept, &w.fb_recs[(int64_t)fi * gridDim.x + b]);
+        row_recs[fb[fi].row] = kept;
+    }
+}
+
+} // namespace
+
+int fs_filter_fallback_grid(int sm_count)
+{
+    return sm_count > 0 ? sm_count : 1;
+}
+
+cudaError_t fs_launch_filter_fallback(const fs_op_args *a, const fs_filter_ws *w,
+                                      const fs_scan_args *s, const fs_fallback_src *src,
+                                      fs_record *row_recs, cudaStream_t stream)
+{
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)w->fb_grid);
+    cfg.blockDim = dim3(THREADS);
+    cfg.dynamicSmemBytes = 0;
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeCooperative;
+    attr[0].val.cooperative = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    cudaError_t e = cudaLaunchKernelEx(&cfg, fs_filter_fallback_kernel, *a, *w, *s, *src, row_recs);
+    return e != cudaSuccess ? e : cudaGetLastError();
+}

@@ -1,0 +1,73 @@
+/* The CUDA backend's top-k / top-p / min-p filters after the scan: the
+ * resolve kernel (filter_resolve.cu) and the exact second pass
+ * (filter_fallback.cu).  docs/DESIGN.md ("Sampling filters") has the
+ * algorithm; src/filter_finalize.h and src/filter_select.h the decisions,
+ * shared with the CPU backend. */
+#ifndef FS_FILTER_GPU_CUH
+#define FS_FILTER_GPU_CUH
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "cuda_common.cuh"
+#include "filter_select.h"
+
+/* One row the one pass could not resolve, as the second pass carries it. */
+typedef struct fs_fallback_row {
+    int32_t row;      /* scanned row */
+    int32_t count;    /* finite allowed tokens (from the candidate lists) */
+    int32_t phase;    /* FS_FB_* */
+    uint32_t max_key; /* fs_select_key of the row's largest score, second pass */
+    float m1;         /* the first pass's max score: the reference of the masses */
+    float t_k;        /* top-k threshold (-inf: none) */
+    float t_p;        /* top-p threshold (-inf: none) */
+    fs_select q;      /* the select running in phase FS_FB_K / FS_FB_P */
+} fs_fallback_row;
+
+enum { FS_FB_K = 0, FS_FB_P = 1, FS_FB_DRAW = 2 };
+
+/* Masses of the second pass are fixed point (exp(s - m1) * 2^40 in 64-bit
+ * integers) so that the atomics that add them are order-independent: the
+ * histograms, hence the thresholds, are the same on every run. */
+#define FS_FB_MASS_ONE 1099511627776.0 /* 2^40 */
+
+/* Workspace of the filters, carved by cuda_ops.cu. */
+typedef struct fs_filter_ws {
+    fs_filter_desc *fdescs;   /* [rows] */
+    fs_cand_list *cands;      /* [rows][lists_per_row] */
+    int64_t lists_per_row;
+    unsigned int *flag_n;     /* rows flagged for the second pass (zeroed by prep) */
+    fs_fallback_row *fb;      /* [rows] */
+    uint32_t *hist_count;     /* [rows][FS_SELECT_BUCKETS] */
+    unsigned long long *hist_mass; /* [rows][FS_SELECT_BUCKETS] */
+    fs_record *fb_recs;       /* [rows][fb_grid] */
+    int fb_grid;              /* blocks of the second pass (co-resident) */
+} fs_filter_ws;
+
+/* What the second pass reads of the op. */
+typedef struct fs_fallback_src {
+    const void *weight;      /* fused: W [V, D]; NULL for logits */
+    const void *hidden;      /* fused: H [rows, D] */
+    int64_t D;
+    fs_dtype wdtype;
+    const void *logits;      /* logits ops: [rows, V] */
+    fs_dtype ldtype;
+} fs_fallback_src;
+
+/* After the merge (row_recs hold the merged records): every active filtered
+ * row gets its kept record in row_recs from its candidates, or is handed to
+ * the second pass (force: every active row is, for tests). */
+cudaError_t fs_launch_filter_resolve(const fs_op_args *a, const fs_filter_ws *w,
+                                     const fs_row_desc *descs, fs_record *row_recs, int force,
+                                     cudaStream_t stream);
+
+/* The exact second pass over the handed-over rows (one cooperative launch
+ * that returns at once when there are none). */
+cudaError_t fs_launch_filter_fallback(const fs_op_args *a, const fs_filter_ws *w,
+                                      const fs_scan_args *s, const fs_fallback_src *src,
+                                      fs_record *row_recs, cudaStream_t stream);
+
+/* Blocks of the second pass that fit on the device at once. */
+int fs_filter_fallback_grid(int sm_count);
+
+#endif
