@@ -19,10 +19,10 @@
  * others alone, exactly as on the CPU (which also returns
  * FS_ERR_INVALID_ROWS; a CUDA context returns FS_OK, the rows carry it).
  *
- * Law: chi-squared of 10^5 GPU draws from one LM-like row under k = 50, p =
- * 0.9, min_p = 0.05, in the one pass and in the second pass, against the
- * analytic filtered law; power: the same draws against the law with k = 49
- * must be rejected.  Skipped without a GPU. */
+ * Law: chi-squared of 10^5 GPU draws from one row under k = 50, p = 0.99,
+ * min_p = 0.05 (top-k binding), in the one pass and in the second pass,
+ * against the analytic filtered law; power: the same draws against the law
+ * with k = 49 must be rejected.  Skipped without a GPU. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include "gpu_util.h"
 
@@ -374,8 +374,30 @@ static void test_bad_values(void **state)
 
 enum { LAW_V = 3001, LAW_ROWS = 4000, LAW_CALLS = 25 };
 
-/* GPU draws of one LM-like row (k = 50, p = 0.9, min_p = 0.05), replicated
- * over LAW_ROWS rows with distinct seeds, LAW_CALLS calls. */
+/* The law's filters: top-k binds (the nucleus of the top 50 is all of
+ * them, min-p cuts none of them), so k off by one moves a token's
+ * probability from ~1/50 to 0. */
+#define LAW_K 50
+#define LAW_P 0.99f
+#define LAW_MP 0.05f
+
+/* A row whose top 400 tokens decay gently (0.03 a rank) at random ids, the
+ * rest 12+ units below. */
+static void law_row(uint64_t seed, float *l)
+{
+    fst_rng rng;
+    fst_rng_seed(&rng, seed);
+    int64_t perm[LAW_V];
+    for (int64_t v = 0; v < LAW_V; ++v)
+        perm[v] = v;
+    fst_shuffle(&rng, perm, LAW_V);
+    for (int64_t q = 0; q < LAW_V; ++q)
+        l[perm[q]] = q < 400 ? (float)(-0.03 * (double)q + 0.01 * fst_unif(&rng))
+                             : (float)(-12.0 - fabs(fst_normal(&rng)));
+}
+
+/* GPU draws of one row under the law's filters, replicated over LAW_ROWS
+ * rows with distinct seeds, LAW_CALLS calls. */
 static void law_counts(fs_context *g, const float *row, uint64_t *counts)
 {
     float *l = malloc(sizeof(float) * (size_t)LAW_ROWS * LAW_V);
@@ -387,9 +409,9 @@ static void law_counts(fs_context *g, const float *row, uint64_t *counts)
     uint64_t *sd = malloc(sizeof(uint64_t) * LAW_ROWS), *of = malloc(sizeof(uint64_t) * LAW_ROWS);
     for (int i = 0; i < LAW_ROWS; ++i) {
         T[i] = 1.0f;
-        k[i] = 50;
-        p[i] = 0.9f;
-        mp[i] = 0.05f;
+        k[i] = LAW_K;
+        p[i] = LAW_P;
+        mp[i] = LAW_MP;
     }
     void *dl = gt_dup(l, sizeof(float) * (size_t)LAW_ROWS * LAW_V);
     fs_sampling q = {gt_dup(T, sizeof(float) * LAW_ROWS), NULL, NULL, NULL, NULL};
@@ -443,16 +465,20 @@ static void test_law(void **state)
     (void)state;
     float *row = malloc(sizeof(float) * LAW_V);
     double *prob = malloc(sizeof(double) * LAW_V), *wrong = malloc(sizeof(double) * LAW_V);
-    /* an LM-shaped row whose filter decisions are not within rounding */
+    /* a row whose filter decisions are not within rounding */
     uint64_t s = 11;
-    stat_row sr = {LAW_V, row, NULL, NULL, 1.0f, FS_DTYPE_F32, 50, 0.9f, 0.05f};
+    stat_row sr = {LAW_V, row, NULL, NULL, 1.0f, FS_DTYPE_F32, LAW_K, LAW_P, LAW_MP};
     for (;; ++s) {
-        stat_lm_logits(s, LAW_V, 25.0, 1.0, row);
+        law_row(s, row);
         if (stat_sample_expected(&sr, prob))
             break;
     }
+    int kept = 0;
+    for (int64_t v = 0; v < LAW_V; ++v)
+        kept += prob[v] > 0.0;
+    assert_int_equal(kept, LAW_K);
     stat_row sw = sr;
-    sw.top_k = 49;
+    sw.top_k = LAW_K - 1;
     assert_true(stat_sample_expected(&sw, wrong));
     static const char *modes[2] = {NULL, "FLASHSPEC_FILTER_SECOND_PASS"};
     for (int m = 0; m < 2; ++m) {
@@ -462,14 +488,16 @@ static void test_law(void **state)
         fst_chi2 r, rw;
         const double pv = fst_chi2_test(counts, prob, LAW_V, &r);
         const double pw = fst_chi2_test(counts, wrong, LAW_V, &rw);
-        printf("  law [%s]: chi2 %.1f df %d p %.4f (must accept); k = 49: p %.3g (must reject)\n",
-               modes[m] ? modes[m] : "one pass", r.stat, r.df, pv, pw);
+        printf("  law [%s]: chi2 %.1f df %d p %.4f (must accept); k - 1: p %.3g, %llu "
+               "impossible draws (must reject)\n",
+               modes[m] ? modes[m] : "one pass", r.stat, r.df, pv, pw,
+               (unsigned long long)rw.impossible);
         if (r.impossible)
             fail_msg("%llu draws of cut tokens", (unsigned long long)r.impossible);
         if (!(pv > 1e-3))
             fail_msg("the filtered law was rejected (p = %.3g)", pv);
         if (!(pw < 1e-6) && !rw.impossible)
-            fail_msg("the k = 49 law was not rejected (p = %.3g)", pw);
+            fail_msg("the k - 1 law was not rejected (p = %.3g)", pw);
         free(counts);
         fs_context_destroy(g);
     }

@@ -1,0 +1,326 @@
+/* The cost of top-k / top-p / min-p in the fused ops, on an H100-class GPU.
+ *
+ * For each LM-head shape, logit shape (peaked: Zipf-like; flat: N(0, 1);
+ * filter_inputs.cu) and row count, in one process with the methods
+ * alternated in rounds (L2 flushed before every call, CUDA events):
+ *   cublas              the LM-head matmul alone (cuBLASLt, bf16 logits)
+ *   sample              fs_sample without filters
+ *   sample k50 / p0.9 / minp0.05 / all   fs_sample with each filter, and all three
+ *   cublas+gumbel       matmul, then the one-pass Gumbel sampler over the logits
+ *                       (the leanest unfused sampler; no filters)
+ *   cublas+logits all   matmul, then fs_sample_logits with all three filters
+ *                       (the leanest unfused pipeline doing the filtered job)
+ *   verify / verify all fs_verify (4 drafts a request) without and with all three
+ * Each line: median ms, the 10-90% spread, the ratio to the unfiltered fused
+ * op and to cuBLAS, and for filtered methods the share of rows that took
+ * the exact second pass (out_filter_fallback).  The HBM floor (W's bytes
+ * over the measured copy bandwidth) is printed per shape.
+ *
+ * Usage: filter_bench [--rows 1,4,16,64] [--rounds 5] [--reps 10]
+ *                     [--shapes 151936x4096,128256x8192] */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "baselines.h"
+#include "filter_inputs.h"
+#include "flashspec.h"
+#include "timing.h"
+
+enum { M_CUBLAS, M_SAMPLE, M_K, M_P, M_MINP, M_ALL, M_GUMBEL, M_LOGITS_ALL, M_VERIFY,
+       M_VERIFY_ALL, M_COUNT };
+static const char *const NAMES[M_COUNT] = {
+    "cublas", "sample", "sample k50", "sample p0.9", "sample minp0.05", "sample all",
+    "cublas+gumbel", "cublas+logits all", "verify", "verify all"};
+enum { DRAFTS = 4, MAX_SAMPLES = 512 };
+
+typedef struct bench {
+    fs_context *ctx;
+    cudaStream_t stream;
+    int64_t V, D, rows, requests, vrows;
+    void *w, *h, *hv, *logits;
+    bl_gemm *gemm;
+    void *bl_ws;
+    void *ws;
+    size_t ws_bytes;
+    float *temp;
+    uint64_t *seed;
+    int32_t *k_on, *k_off;
+    float *p_on, *p_off, *mp_on, *mp_off;
+    int32_t *tok, *st, *nem, *fallback;
+    float *val;
+    int32_t *drafts, *offsets;
+    int method;
+} bench;
+
+static fs_sampling params(const bench *b, int method)
+{
+    fs_sampling p;
+    memset(&p, 0, sizeof p);
+    p.temperature = b->temp;
+    p.seed = b->seed;
+    const int k = method == M_K || method == M_ALL || method == M_LOGITS_ALL ||
+                  method == M_VERIFY_ALL;
+    const int pp = method == M_P || method == M_ALL || method == M_LOGITS_ALL ||
+                   method == M_VERIFY_ALL;
+    const int mp = method == M_MINP || method == M_ALL || method == M_LOGITS_ALL ||
+                   method == M_VERIFY_ALL;
+    if (k || pp || mp) {
+        p.top_k = k ? b->k_on : b->k_off;
+        p.top_p = pp ? b->p_on : b->p_off;
+        p.min_p = mp ? b->mp_on : b->mp_off;
+        p.out_filter_fallback = b->fallback;
+    }
+    return p;
+}
+
+static int run(void *arg)
+{
+    bench *b = arg;
+    fs_lm_head head = {b->w, b->V, b->D, FS_DTYPE_BF16};
+    fs_sampling p = params(b, b->method);
+    fs_status s = FS_OK;
+    switch (b->method) {
+    case M_CUBLAS:
+        return bl_gemm_run(b->gemm, b->w, b->h, b->logits, b->stream);
+    case M_GUMBEL:
+        if (bl_gemm_run(b->gemm, b->w, b->h, b->logits, b->stream))
+            return 1;
+        return bl_gumbel_sample(b->logits, b->rows, b->V, b->temp, b->seed, b->bl_ws, b->tok,
+                                b->stream) != cudaSuccess;
+    case M_LOGITS_ALL:
+        if (bl_gemm_run(b->gemm, b->w, b->h, b->logits, b->stream))
+            return 1;
+        s = fs_sample_logits(b->ctx, b->logits, FS_DTYPE_BF16, b->rows, b->V, &p, b->ws,
+                             b->ws_bytes, b->tok, b->val, b->st);
+        break;
+    case M_VERIFY:
+    case M_VERIFY_ALL: {
+        fs_drafts d = {b->requests, b->requests * DRAFTS, DRAFTS, b->drafts, b->offsets};
+        s = fs_verify(b->ctx, &head, b->hv, &d, &p, b->ws, b->ws_bytes, b->tok, b->nem, b->val,
+                      b->st);
+        break;
+    }
+    default:
+        s = fs_sample(b->ctx, &head, b->h, b->rows, &p, b->ws, b->ws_bytes, b->tok, b->val,
+                      b->st);
+    }
+    if (s != FS_OK)
+        fprintf(stderr, "%s: %s\n", NAMES[b->method], fs_context_last_error(b->ctx));
+    return s != FS_OK;
+}
+
+/* Rows of the last call that took the second pass, over the filtered rows
+ * the call had (-1 when the method has no filters). */
+static double fallback_share(bench *b, int method)
+{
+    if (method == M_CUBLAS || method == M_SAMPLE || method == M_GUMBEL || method == M_VERIFY)
+        return -1.0;
+    const int64_t n = method >= M_VERIFY ? b->requests : b->rows;
+    int32_t *h = malloc(sizeof(int32_t) * (size_t)n);
+    b->method = method;
+    if (run(b))
+        exit(1);
+    CUDA_CHECK(cudaStreamSynchronize(b->stream));
+    CUDA_CHECK(cudaMemcpy(h, b->fallback, sizeof(int32_t) * (size_t)n, cudaMemcpyDeviceToHost));
+    int64_t sum = 0;
+    for (int64_t i = 0; i < n; ++i)
+        sum += h[i];
+    free(h);
+    return (double)sum / (double)(method >= M_VERIFY ? b->vrows : b->rows);
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void *dmalloc(size_t n)
+{
+    void *p = NULL;
+    CUDA_CHECK(cudaMalloc(&p, n ? n : 1));
+    return p;
+}
+
+static void *dup_host(const void *h, size_t n)
+{
+    void *d = dmalloc(n);
+    CUDA_CHECK(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice));
+    return d;
+}
+
+static void parse_list(const char *s, int64_t *out, int *n, int max)
+{
+    *n = 0;
+    while (*s && *n < max) {
+        out[(*n)++] = strtoll(s, (char **)&s, 10);
+        if (*s == ',' || *s == 'x')
+            ++s;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    int64_t rows_list[16] = {1, 4, 16, 64}, shapes[8] = {151936, 4096, 128256, 8192};
+    int nrows = 4, nshape = 4, rounds = 5, reps = 10;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--rows"))
+            parse_list(argv[i + 1], rows_list, &nrows, 16);
+        else if (!strcmp(argv[i], "--shapes"))
+            parse_list(argv[i + 1], shapes, &nshape, 8);
+        else if (!strcmp(argv[i], "--rounds"))
+            rounds = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--reps"))
+            reps = atoi(argv[i + 1]);
+    }
+    if (rounds * reps > MAX_SAMPLES)
+        rounds = MAX_SAMPLES / reps;
+    int device = 0;
+    CUDA_CHECK(cudaSetDevice(device));
+    CUDA_CHECK(bl_init(device));
+    int l2 = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+    bench b;
+    memset(&b, 0, sizeof b);
+    CUDA_CHECK(cudaStreamCreate(&b.stream));
+    if (fs_context_create(&b.ctx, FS_DEVICE_CUDA, device) != FS_OK) {
+        fprintf(stderr, "no CUDA context\n");
+        return 1;
+    }
+    fs_context_set_stream(b.ctx, b.stream);
+    bench_timer t;
+    bench_timer_init(&t, b.stream, (size_t)l2, reps);
+    const double bw = bench_copy_bandwidth(b.stream, (size_t)1 << 30, 20); /* GB/s, r + w */
+    printf("# filter_bench: rounds %d x reps %d per method, L2 flushed, medians (ms)\n", rounds,
+           reps);
+    printf("# copy bandwidth %.0f GB/s (read + write); HBM floor = W bytes / (bandwidth / 2)\n", bw);
+    int64_t max_rows = 0;
+    for (int i = 0; i < nrows; ++i)
+        if (rows_list[i] * (DRAFTS + 1) > max_rows)
+            max_rows = rows_list[i] * (DRAFTS + 1);
+    /* per-request arrays (the largest call) */
+    float *temp = malloc(sizeof(float) * (size_t)max_rows), *pon = malloc(sizeof(float) * (size_t)max_rows);
+    float *poff = malloc(sizeof(float) * (size_t)max_rows), *mpon = malloc(sizeof(float) * (size_t)max_rows);
+    float *mpoff = malloc(sizeof(float) * (size_t)max_rows);
+    int32_t *kon = malloc(sizeof(int32_t) * (size_t)max_rows), *koff = malloc(sizeof(int32_t) * (size_t)max_rows);
+    uint64_t *seed = malloc(sizeof(uint64_t) * (size_t)max_rows);
+    for (int64_t i = 0; i < max_rows; ++i) {
+        temp[i] = 1.0f;
+        pon[i] = 0.9f;
+        poff[i] = 1.0f;
+        mpon[i] = 0.05f;
+        mpoff[i] = 0.0f;
+        kon[i] = 50;
+        koff[i] = 0;
+        seed[i] = 1234567u + (uint64_t)i * 7919u;
+    }
+    b.temp = dup_host(temp, sizeof(float) * (size_t)max_rows);
+    b.p_on = dup_host(pon, sizeof(float) * (size_t)max_rows);
+    b.p_off = dup_host(poff, sizeof(float) * (size_t)max_rows);
+    b.mp_on = dup_host(mpon, sizeof(float) * (size_t)max_rows);
+    b.mp_off = dup_host(mpoff, sizeof(float) * (size_t)max_rows);
+    b.k_on = dup_host(kon, sizeof(int32_t) * (size_t)max_rows);
+    b.k_off = dup_host(koff, sizeof(int32_t) * (size_t)max_rows);
+    b.seed = dup_host(seed, sizeof(uint64_t) * (size_t)max_rows);
+    b.tok = dmalloc(sizeof(int32_t) * (size_t)max_rows * (DRAFTS + 1));
+    b.val = dmalloc(sizeof(float) * (size_t)max_rows * (DRAFTS + 1));
+    b.st = dmalloc(sizeof(int32_t) * (size_t)max_rows);
+    b.nem = dmalloc(sizeof(int32_t) * (size_t)max_rows);
+    b.fallback = dmalloc(sizeof(int32_t) * (size_t)max_rows);
+
+    printf("%-16s %-6s %5s  %-18s %9s %17s %9s %9s %9s\n", "shape", "logits", "rows", "method",
+           "median", "p10-p90", "/fused", "/cublas", "2nd pass");
+    for (int si = 0; si + 1 < nshape; si += 2) {
+        b.V = shapes[si];
+        b.D = shapes[si + 1];
+        const double floor_ms = (double)b.V * (double)b.D * 2.0 / (bw / 2.0 * 1e9) * 1e3;
+        printf("# %lldx%lld: W %.2f GB, HBM floor %.3f ms\n", (long long)b.V, (long long)b.D,
+               (double)b.V * (double)b.D * 2e-9, floor_ms);
+        b.w = dmalloc((size_t)(b.V * b.D) * 2);
+        b.h = dmalloc((size_t)(max_rows * b.D) * 2);
+        b.hv = b.h;
+        b.logits = dmalloc((size_t)(max_rows * b.V) * 2);
+        b.bl_ws = dmalloc(bl_workspace_bytes(max_rows, b.V));
+        CUDA_CHECK(cudaMemset(b.bl_ws, 0, bl_workspace_bytes(max_rows, b.V)));
+        size_t wsb = 0, vwsb = 0;
+        fs_sample_workspace_size(b.ctx, max_rows, b.V, &wsb);
+        fs_verify_workspace_size(b.ctx, max_rows / (DRAFTS + 1), max_rows / (DRAFTS + 1) * DRAFTS,
+                                 b.V, &vwsb);
+        b.ws_bytes = wsb > vwsb ? wsb : vwsb;
+        b.ws = dmalloc(b.ws_bytes);
+        for (int peaked = 1; peaked >= 0; --peaked) {
+            CUDA_CHECK(fb_fill_head(b.w, b.h, b.V, b.D, max_rows, peaked, 42, b.stream));
+            CUDA_CHECK(cudaStreamSynchronize(b.stream));
+            for (int ri = 0; ri < nrows; ++ri) {
+                b.rows = rows_list[ri];
+                b.requests = rows_list[ri];
+                b.vrows = b.requests * (DRAFTS + 1);
+                /* drafts: each request's drafts are tokens of its rows' peaks
+                   or random ones; what matters here is the op's cost */
+                int32_t *dr = malloc(sizeof(int32_t) * (size_t)(b.requests * DRAFTS));
+                int32_t *of = malloc(sizeof(int32_t) * (size_t)(b.requests + 1));
+                for (int64_t i = 0; i < b.requests * DRAFTS; ++i)
+                    dr[i] = (int32_t)((i * 2654435761u) % (uint64_t)b.V);
+                for (int64_t r = 0; r <= b.requests; ++r)
+                    of[r] = (int32_t)(r * DRAFTS);
+                b.drafts = dup_host(dr, sizeof(int32_t) * (size_t)(b.requests * DRAFTS));
+                b.offsets = dup_host(of, sizeof(int32_t) * (size_t)(b.requests + 1));
+                free(dr);
+                free(of);
+                if (bl_gemm_create(&b.gemm, b.V, b.D, b.rows, b.w, b.h, b.logits, 0, b.stream)) {
+                    fprintf(stderr, "gemm: %s\n", bl_gemm_last_error());
+                    return 1;
+                }
+                static double samples[M_COUNT][MAX_SAMPLES];
+                double buf[MAX_SAMPLES];
+                int ns = 0;
+                for (int round = 0; round < rounds; ++round) {
+                    for (int m = 0; m < M_COUNT; ++m) {
+                        b.method = m;
+                        snprintf(bench_activity, sizeof bench_activity, "%s", NAMES[m]);
+                        if (bench_time(&t, run, &b, round == 0 ? 3 : 1, reps, buf))
+                            return 1;
+                        memcpy(&samples[m][ns], buf, sizeof(double) * (size_t)reps);
+                    }
+                    ns += reps;
+                }
+                double med[M_COUNT];
+                for (int m = 0; m < M_COUNT; ++m) {
+                    qsort(samples[m], (size_t)ns, sizeof(double), cmp_d);
+                    med[m] = bench_quantile(samples[m], ns, 0.5);
+                }
+                for (int m = 0; m < M_COUNT; ++m) {
+                    const double base = m >= M_VERIFY ? med[M_VERIFY] : med[M_SAMPLE];
+                    const double fb = fallback_share(&b, m);
+                    char spread[32], fbs[16];
+                    snprintf(spread, sizeof spread, "%.3f-%.3f", bench_quantile(samples[m], ns, 0.1),
+                             bench_quantile(samples[m], ns, 0.9));
+                    if (fb >= 0)
+                        snprintf(fbs, sizeof fbs, "%.0f%%", 100.0 * fb);
+                    else
+                        snprintf(fbs, sizeof fbs, "-");
+                    printf("%7lldx%-8lld %-6s %5lld  %-18s %9.4f %17s %9.3f %9.3f %9s\n",
+                           (long long)b.V, (long long)b.D, peaked ? "peaked" : "flat",
+                           (long long)(m >= M_VERIFY ? b.vrows : b.rows), NAMES[m], med[m],
+                           spread, med[m] / base, med[m] / med[M_CUBLAS], fbs);
+                }
+                fflush(stdout);
+                bl_gemm_destroy(b.gemm);
+                CUDA_CHECK(cudaFree(b.drafts));
+                CUDA_CHECK(cudaFree(b.offsets));
+            }
+        }
+        CUDA_CHECK(cudaFree(b.w));
+        CUDA_CHECK(cudaFree(b.h));
+        CUDA_CHECK(cudaFree(b.logits));
+        CUDA_CHECK(cudaFree(b.bl_ws));
+        CUDA_CHECK(cudaFree(b.ws));
+    }
+    bench_timer_destroy(&t);
+    fs_context_destroy(b.ctx);
+    return 0;
+}
