@@ -426,7 +426,9 @@ static void law_counts(fs_context *g, const float *row, uint64_t *counts)
     void *ws = gt_dmalloc(wb);
     int32_t *dtok = gt_dmalloc(sizeof(int32_t) * LAW_ROWS), *dst = gt_dmalloc(sizeof(int32_t) * LAW_ROWS);
     int32_t *tok = malloc(sizeof(int32_t) * LAW_ROWS);
-    for (int call = 0; call < LAW_CALLS; ++call) {
+    /* the sanitizer runs (small mode) check the calls, not the law */
+    const int calls = gt_small_mode() ? 1 : LAW_CALLS;
+    for (int call = 0; call < calls; ++call) {
         for (int i = 0; i < LAW_ROWS; ++i) {
             sd[i] = stat_seed(0xf11e, (int64_t)call * LAW_ROWS + i);
             of[i] = stat_offset(0xf11e, (int64_t)call * LAW_ROWS + i);
@@ -488,6 +490,11 @@ static void test_law(void **state)
         fst_chi2 r, rw;
         const double pv = fst_chi2_test(counts, prob, LAW_V, &r);
         const double pw = fst_chi2_test(counts, wrong, LAW_V, &rw);
+        if (gt_small_mode()) {
+            free(counts);
+            fs_context_destroy(g);
+            continue;
+        }
         printf("  law [%s]: chi2 %.1f df %d p %.4f (must accept); k - 1: p %.3g, %llu "
                "impossible draws (must reject)\n",
                modes[m] ? modes[m] : "one pass", r.stat, r.df, pv, pw,
