@@ -17,6 +17,7 @@
 #include "philox.h"
 #include "record.h"
 #include "record_shfl.cuh"
+#include "tree_scan.cuh"
 
 /* Every record covers at least FS_REC_MIN_TOKENS tokens (except the last of a row), so a row never has
  * more than ceil(V / FS_REC_MIN_TOKENS) records.  The workspace is sized with
@@ -40,6 +41,9 @@ typedef struct fs_scan_args {
     int64_t words;        /* ceil(global_vocab / 32) */
     fs_record *tile_recs; /* [rows][tiles_per_row] */
     int64_t tiles_per_row;
+    /* tree verify only, NULL for every other op (tree_scan.cuh) */
+    const fs_tree_row *tree_rows; /* [rows] */
+    float *tree_child_s;          /* [rows][FS_TREE_MAX_CHILDREN] */
 } fs_scan_args;
 
 /* What a scan kernel needs to end the op itself (op_tail.cuh): the last CTA
@@ -85,6 +89,9 @@ static __device__ __forceinline__ void fs_push_block(fs_record *rec, const fs_ro
             s[i] = fs_score(l[i], b, d.inv_temp);
         }
     }
+    if (a.tree_rows)
+        fs_tree_scan_block(rec, d, a.tree_rows + row, a.tree_child_s + row * FS_TREE_MAX_CHILDREN,
+                           (int32_t)t0, cnt, s);
     fs_record_push_block(rec, &d, (int32_t)t0, cnt, s);
 }
 

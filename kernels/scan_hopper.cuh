@@ -55,6 +55,10 @@ typedef struct fs_hopper_opts {
                                  read (the rows kernel then skips the exponentials) */
     const fs_tail_args *tail; /* the op's end, run by the last CTA (op_tail.cuh); NULL: the
                                  caller merges the records itself */
+    /* tree verify (tree_scan.cuh): the rows' children and their scores; tile kernel only
+       (a launch that would take the rows kernel fails with cudaErrorInvalidValue) */
+    const fs_tree_row *tree_rows;
+    float *tree_child_s;
 } fs_hopper_opts;
 
 /* The kernel a launch with these options takes (opts may be NULL). */
