@@ -70,8 +70,8 @@ cudaError_t fs_launch_tree_prep(const fs_tree_args *a, fs_row_desc *descs, fs_tr
 {
     const fs_draft_tree *t = a->tree;
     const fs_sampling *p = a->base.params;
-    /* enough threads for one per request, and at least one block per 32
-       rows' worth of child scores to initialise */
+    /* a thread per request, or per 4 rows (64 child scores to set) when
+       that is more */
     int64_t n = t->num_requests > a->base.rows / 4 ? t->num_requests : a->base.rows / 4;
     int64_t blocks = (n + FS_TREE_PREP_THREADS - 1) / FS_TREE_PREP_THREADS;
     if (blocks > 65535)
