@@ -339,10 +339,13 @@ FS_API fs_status fs_verify_logits(fs_context *ctx, const void *target_logits, fs
  * bad temperature; a request any of whose rows is non-finite or all-masked
  * fails as a whole, whether or not the walk reaches that row.
  *
- * CPU contexts only so far: on a CUDA context these calls (and the
- * workspace query) return FS_ERR_UNSUPPORTED and do nothing.  The filter
- * fields of fs_sampling (top_k, top_p, min_p, out_filter_fallback) must be
- * NULL here for now: set, the call returns FS_ERR_UNSUPPORTED.
+ * CPU and CUDA contexts.  On a CUDA context the call is asynchronous like
+ * every other op (per-request failures only in out_row_status, FS_OK
+ * returned).  A tensor-parallel context (fs_context_set_vocab_shard with a
+ * communicator) is not supported yet: the call returns FS_ERR_UNSUPPORTED
+ * and writes nothing.  The filter fields of fs_sampling (top_k, top_p,
+ * min_p, out_filter_fallback) must be NULL here for now: set, the call
+ * returns FS_ERR_UNSUPPORTED.
  */
 #define FS_TREE_MAX_CHILDREN 16
 

@@ -19,6 +19,7 @@
 #include "philox.h"
 #include "record.h"
 #include "record_shfl.cuh"
+#include "tree_scan.cuh"
 
 /* Every record covers at least FS_REC_MIN_TOKENS tokens (except the last of a row), so a row never has
  * more than ceil(V / FS_REC_MIN_TOKENS) records.  The workspace is sized with
@@ -46,6 +47,9 @@ typedef struct fs_scan_args {
        cands[row * tiles_per_row + tile] for the rows flagged FS_ROWF_FILTER;
        NULL when the op has no filters */
     fs_cand_list *cands;
+    /* tree verify only, NULL for every other op (tree_scan.cuh) */
+    const fs_tree_row *tree_rows; /* [rows] */
+    float *tree_child_s;          /* [rows][FS_TREE_MAX_CHILDREN] */
 } fs_scan_args;
 
 /* What a scan kernel needs to end the op itself (op_tail.cuh): the last CTA
@@ -95,6 +99,9 @@ static __device__ __forceinline__ void fs_push_block(fs_record *rec, fs_cand_lis
     }
     if (cl)
         fs_cand_push_block(*cl, (int32_t)t0, cnt, s);
+    if (a.tree_rows)
+        fs_tree_scan_block(rec, d, a.tree_rows + row, a.tree_child_s + row * FS_TREE_MAX_CHILDREN,
+                           (int32_t)t0, cnt, s);
     fs_record_push_block(rec, &d, (int32_t)t0, cnt, s);
 }
 

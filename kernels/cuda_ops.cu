@@ -207,7 +207,7 @@ extern "C" fs_status fs_cuda_run(fs_context *ctx, const fs_op_args *a)
         fs_launch_prep(a, w.descs, w.pre_status, w.counter, filters ? &pf : nullptr, stream);
     const bool sharded = fs_tp_ranks(ctx) > 1;
 
-    fs_scan_args s;
+    fs_scan_args s = {};
     s.descs = w.descs;
     s.bias = a->params ? a->params->logit_bias : nullptr;
     s.allowed = a->params ? a->params->allowed : nullptr;

@@ -101,6 +101,8 @@ struct Args {
     int64_t rows, V, vocab_offset, global_vocab, words;
     int n_items, kblocks, tail_on;
     fs_tail_args tail;
+    const fs_tree_row *tree_rows; /* tree verify only, else NULL (tree_scan.cuh) */
+    float *tree_child_s;
 };
 
 #if FSH_SM90A
@@ -170,6 +172,9 @@ __device__ __forceinline__ void epi_block(Epi &e, const float *epi, int rr, int 
     }
     if (FILT && e.filt)
         fs_cand_push_block(e.cl, (int32_t)g0, n, s);
+    if (a.tree_rows)
+        fs_tree_scan_block(&e.rec, e.d, a.tree_rows + e.row,
+                           a.tree_child_s + e.row * FS_TREE_MAX_CHILDREN, (int32_t)g0, n, s);
     fs_record_push_block(&e.rec, &e.d, (int32_t)g0, n, s);
 }
 
@@ -549,10 +554,13 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
     if (n_recs != fs_hopper_records_per_row(V_local, rows, sm_count, opts))
         return (int)cudaErrorInvalidValue;
     const fs_tail_args *tail = opts ? opts->tail : nullptr;
+    const fs_tree_row *tree_rows = opts ? opts->tree_rows : nullptr;
 
     if (fs_hopper_kernel_for(rows, opts) == FS_HOPPER_ROWS) {
         if (opts && opts->cands)
             return (int)cudaErrorInvalidValue; /* no candidate lists in the rows kernel */
+        if (tree_rows) /* its register epilogue has no tree push */
+            return (int)cudaErrorInvalidValue;
         const RowsKnobs k = rows_knobs(opts);
         return fs_hopper_rows_launch(W, H, is_bf16, V_local, D, rows, vocab_offset, global_vocab,
                                      descs, logit_bias, allowed, recs, n_recs, tail, k.multicast,
@@ -566,6 +574,8 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
     a.n_recs = n_recs;
     a.n_items = (int)num_tiles(V_local);
     a.cands = opts ? opts->cands : nullptr;
+    a.tree_rows = tree_rows;
+    a.tree_child_s = tree_rows ? opts->tree_child_s : nullptr;
 
     CUtensorMap tw;
     if ((e = make_map(&tw, W, is_bf16, D, V_local, BM)) != cudaSuccess)

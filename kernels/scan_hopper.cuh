@@ -61,6 +61,10 @@ typedef struct fs_hopper_opts {
                                  caller merges the records itself */
     fs_cand_list *cands;      /* the filters' candidate lists (tile kernel only), n_recs *
                                  FS_HOPPER_TILE_LISTS per row; NULL: no filters */
+    /* tree verify (tree_scan.cuh): the rows' children and their scores; tile kernel only
+       (a launch that would take the rows kernel fails with cudaErrorInvalidValue) */
+    const fs_tree_row *tree_rows;
+    float *tree_child_s;
 } fs_hopper_opts;
 
 /* The kernel a launch with these options takes (opts may be NULL). */

@@ -20,7 +20,7 @@ typedef enum fs_op {
     FS_OP_SAMPLE = 0,
     FS_OP_ARGMAX = 1,
     FS_OP_VERIFY = 2,
-    FS_OP_VERIFY_TREE = 3 /* CPU only so far: run by dispatch_tree.c, never by fs_run_op */
+    FS_OP_VERIFY_TREE = 3 /* run by dispatch_tree.c, never by fs_run_op */
 } fs_op;
 
 typedef struct fs_op_args {

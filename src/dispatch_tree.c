@@ -1,8 +1,19 @@
 /* The last host-side step of tree verify: outputs and workspace are checked,
- * then the context's backend runs it.  Only the CPU backend has tree verify
- * so far; a CUDA context is refused here, before anything is written. */
+ * then the context's backend runs it. */
 #include "tree_backend.h"
 #include "validate.h"
+
+size_t fs_tree_workspace_bytes(const fs_context *ctx, int64_t rows, int64_t requests,
+                               int64_t vocab_size)
+{
+#ifdef FS_HAVE_CUDA
+    if (ctx->kind == FS_DEVICE_CUDA)
+        return fs_cuda_tree_workspace_bytes(rows, requests, vocab_size);
+#endif
+    (void)ctx;
+    (void)vocab_size;
+    return fs_cpu_tree_workspace_bytes(rows, requests);
+}
 
 fs_status fs_run_tree_op(fs_context *ctx, const char *fn, fs_tree_args *a,
                          const fs_sampling *params, void *workspace, size_t workspace_bytes,
@@ -25,9 +36,11 @@ fs_status fs_run_tree_op(fs_context *ctx, const char *fn, fs_tree_args *a,
         return fs_fail(ctx, FS_ERR_NULL_POINTER, "%s: out_num_emitted is NULL", fn);
     if (!out_row_status)
         return fs_fail(ctx, FS_ERR_NULL_POINTER, "%s: out_row_status is NULL", fn);
-    if (ctx->kind != FS_DEVICE_CPU)
+    /* the children's scores are merged within a shard only: a vocabulary
+       split across ranks would need them exchanged besides the records */
+    if (ctx->nccl_comm)
         return fs_fail(ctx, FS_ERR_UNSUPPORTED,
-                       "%s: tree verify has no CUDA kernels yet; run it on a CPU context", fn);
+                       "%s: tree verify does not run on a tensor-parallel context yet", fn);
     a->base.op = FS_OP_VERIFY_TREE;
     a->base.params = params;
     a->base.workspace = workspace;
@@ -37,7 +50,8 @@ fs_status fs_run_tree_op(fs_context *ctx, const char *fn, fs_tree_args *a,
     a->base.out_num_emitted = out_num_emitted;
     a->base.out_row_status = out_row_status;
     a->out_path_nodes = out_path_nodes;
-    size_t need = fs_cpu_tree_workspace_bytes(a->base.rows, a->tree->num_requests);
+    size_t need = fs_tree_workspace_bytes(ctx, a->base.rows, a->tree->num_requests,
+                                          a->base.vocab_size);
     if (need > 0 && !workspace)
         return fs_fail(ctx, FS_ERR_NULL_POINTER, "%s: workspace is NULL (%zu bytes needed)", fn,
                        need);
@@ -45,5 +59,9 @@ fs_status fs_run_tree_op(fs_context *ctx, const char *fn, fs_tree_args *a,
         return fs_fail(ctx, FS_ERR_WORKSPACE_TOO_SMALL,
                        "%s: workspace has %zu bytes, %zu needed", fn, workspace_bytes, need);
     ctx->last_error[0] = '\0';
+#ifdef FS_HAVE_CUDA
+    if (ctx->kind == FS_DEVICE_CUDA)
+        return fs_cuda_tree_run(ctx, a);
+#endif
     return fs_cpu_tree_run(ctx, a);
 }

@@ -1,7 +1,7 @@
 /* Tree verify's internal interface: the op's arguments (fs_op_args plus the
- * tree and its path output), host-side validation, dispatch, and the CPU
- * backend that runs it.  Kept apart from backend.h's fs_op_args so the chain
- * ops and their CUDA backend are untouched until tree verify has a GPU port. */
+ * tree and its path output), host-side validation, dispatch, and the
+ * backends that run it.  Kept apart from backend.h's fs_op_args: the chain
+ * ops never see a tree. */
 #ifndef FS_TREE_BACKEND_H
 #define FS_TREE_BACKEND_H
 
@@ -31,7 +31,8 @@ fs_status fs_check_tree(fs_context *ctx, const char *fn, const fs_draft_tree *tr
 
 /* Complete a (whose input and tree are prepared) with parameters, workspace
  * and outputs, check them, then run it on ctx's backend (dispatch_tree.c):
- * FS_ERR_UNSUPPORTED on a CUDA context, before anything is written. */
+ * FS_ERR_UNSUPPORTED on a tensor-parallel context, before anything is
+ * written. */
 fs_status fs_run_tree_op(fs_context *ctx, const char *fn, fs_tree_args *a,
                          const fs_sampling *params, void *workspace, size_t workspace_bytes,
                          int32_t *out_tokens, int32_t *out_path_nodes, int32_t *out_num_emitted,
@@ -40,6 +41,18 @@ fs_status fs_run_tree_op(fs_context *ctx, const char *fn, fs_tree_args *a,
 /* The CPU backend (cpu_tree.c). */
 size_t fs_cpu_tree_workspace_bytes(int64_t rows, int64_t requests);
 fs_status fs_cpu_tree_run(fs_context *ctx, const fs_tree_args *a);
+
+/* Workspace bytes of ctx's backend for `rows` target rows of `requests`
+ * requests over a local vocabulary of vocab_size (dispatch_tree.c). */
+size_t fs_tree_workspace_bytes(const fs_context *ctx, int64_t rows, int64_t requests,
+                               int64_t vocab_size);
+
+#ifdef FS_HAVE_CUDA
+/* The CUDA backend (kernels/cuda_tree.cu): enqueued on ctx's stream, per-request
+ * failures in out_row_status only (FS_OK without synchronising). */
+size_t fs_cuda_tree_workspace_bytes(int64_t rows, int64_t requests, int64_t vocab_size);
+fs_status fs_cuda_tree_run(fs_context *ctx, const fs_tree_args *a);
+#endif
 
 #ifdef __cplusplus
 }

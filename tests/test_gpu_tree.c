@@ -1,91 +1,681 @@
-/* Tree verify on a CUDA context: until its GPU port lands, the workspace
- * query and both ops return FS_ERR_UNSUPPORTED with a message naming tree
- * verify, before any work -- the (poisoned) device outputs stay untouched,
- * and the context keeps working for the other ops.  Skipped without a GPU. */
+/* Tree verify on a CUDA context against the CPU backend (the oracle of the
+ * port): the same trees, inputs and seeds on both contexts, fused (bf16 /
+ * fp16 / fp32 heads) and over logits (fp32 / bf16), ragged trees of several
+ * shapes (chains, stars of up to 16 children, random mixed trees, empty
+ * requests), greedy and sampled requests, with and without bias and mask,
+ * row counts that take the Hopper tile kernel (<= 160 rows) and the generic
+ * tensor-core scan (240 rows; every count under FLASHSPEC_DISABLE_HOPPER=1,
+ * ctest's test_gpu_tree_generic).
+ *
+ * Statuses must be equal.  Tokens, path nodes and counts must be equal
+ * except where the double-precision oracle (tests/support/naive_tree.c)
+ * finds a decision of that request's walk within rounding of its threshold:
+ * 1e-3 of the score scale on the fused path (the GEMM rounds differently),
+ * 1e-5 over logits (the scores are the same floats; only exp and the merge
+ * order round differently).  Logprobs of agreeing requests within 1e-3 /
+ * 1e-4 relative.  The first mismatch of a failing case is printed in full.
+ *
+ * Also: bad trees, tokens and temperatures in some requests (per-request
+ * status, the others as on the CPU), a malformed layout, non-finite and
+ * all-masked rows, and a chain given as a tree equal to fs_verify on the GPU
+ * bit for bit.  Skipped without a GPU. */
 #include "gpu_util.h"
 
 #ifdef FS_HAVE_CUDA
 
-enum { V = 301, D = 32, R = 3, NODES = 5, MAXD = 3, S = MAXD + 1 };
+#include "naive_tree.h"
+#include "tree_test.h"
 
-static void test_tree_unsupported(void **state)
+enum shape { SH_MIXED, SH_STAR, SH_CHAIN, SH_FIXED5, SH_EMPTY };
+
+static const char *shape_name(int s)
+{
+    static const char *n[] = {"mixed", "star", "chain", "fixed5", "empty"};
+    return n[s];
+}
+
+typedef struct tcase {
+    int fused;
+    fs_dtype dt;
+    int64_t V, D;
+    int shape;
+    int64_t R;
+    int bias_mask;
+} tcase;
+
+/* One problem on the host: the tree, the target (head + hidden or logits,
+ * and in double for the oracle), the per-request parameters. */
+typedef struct tprob {
+    tcase c;
+    fstt_tree tr;
+    int64_t rows;
+    void *weight, *hidden, *logits;
+    double *ref;
+    float *temperature, *bias;
+    uint64_t *seed, *offset;
+    uint32_t *allowed;
+    fs_sampling p;
+} tprob;
+
+typedef struct tout {
+    fs_status ret;
+    int32_t *tok, *path, *nem, *st;
+    float *lp;
+} tout;
+
+static const float temps[4] = {0.0f, 0.7f, 1.0f, 1.5f};
+
+/* ---- trees ------------------------------------------------------------- */
+
+/* Nodes of request r for a shape. */
+static int64_t shape_nodes(int shape, int64_t r)
+{
+    switch (shape) {
+    case SH_STAR: return r % 17;             /* 0 .. 16 children of the root */
+    case SH_CHAIN: return r % 7;             /* 0 .. 6 drafts */
+    case SH_FIXED5: return 5;
+    case SH_EMPTY: return 0;
+    default: return r % 4 == 0 ? 0 : 3 + (r * 5) % 9; /* 0, or 3 .. 11 */
+    }
+}
+
+/* Parents: star all -1, chain i - 1, the others uniform among the earlier
+ * nodes (and the root) with room under max_depth and max_children. */
+static void make_tree(fstt_tree *tr, int shape, int64_t R, uint64_t seed)
+{
+    const int64_t max_depth = shape == SH_STAR ? 1 : shape == SH_CHAIN ? 6 : 4;
+    const int64_t max_children = shape == SH_STAR ? 16 : shape == SH_CHAIN ? 1 : 4;
+    fst_rng g;
+    fst_rng_seed(&g, seed ^ 0x7EE5ull);
+    tr->offsets = malloc(sizeof(int32_t) * (size_t)(R + 1));
+    tr->offsets[0] = 0;
+    for (int64_t r = 0; r < R; ++r)
+        tr->offsets[r + 1] = tr->offsets[r] + (int32_t)shape_nodes(shape, r);
+    const int64_t total = tr->offsets[R];
+    tr->tokens = calloc((size_t)total + 1, sizeof(int32_t));
+    tr->parents = malloc(sizeof(int32_t) * (size_t)(total + 1));
+    int64_t depth[32], kids[32], open[32];
+    for (int64_t r = 0; r < R; ++r) {
+        const int64_t b = tr->offsets[r], n = tr->offsets[r + 1] - b;
+        depth[0] = 0; /* index 0 = the root, 1 + i = node i */
+        kids[0] = 0;
+        for (int64_t i = 0; i < n; ++i) {
+            int64_t up;
+            if (shape == SH_STAR) {
+                up = 0;
+            } else if (shape == SH_CHAIN) {
+                up = i;
+            } else {
+                int64_t m = 0;
+                for (int64_t j = 0; j <= i; ++j)
+                    if (depth[j] < max_depth && kids[j] < max_children)
+                        open[m++] = j;
+                if (m == 0)
+                    fail_msg("make_tree: no room for node %lld", (long long)i);
+                up = open[fst_randint(&g, m)];
+            }
+            tr->parents[b + i] = (int32_t)(up - 1);
+            kids[up]++;
+            depth[i + 1] = depth[up] + 1;
+            kids[i + 1] = 0;
+        }
+    }
+    tr->t.num_requests = R;
+    tr->t.num_nodes = total;
+    tr->t.max_depth = max_depth;
+    tr->t.max_children = max_children;
+    tr->t.tokens = total > 0 ? tr->tokens : NULL;
+    tr->t.parents = total > 0 ? tr->parents : NULL;
+    tr->t.node_offsets = tr->offsets;
+}
+
+/* ---- problems ---------------------------------------------------------- */
+
+static void make_problem(const tcase *c, uint64_t seed, tprob *pb)
+{
+    memset(pb, 0, sizeof *pb);
+    pb->c = *c;
+    make_tree(&pb->tr, c->shape, c->R, seed);
+    const int64_t rows = pb->tr.t.num_nodes + c->R, V = c->V;
+    pb->rows = rows;
+    if (c->fused) {
+        fst_gen_head(seed, V, c->D, rows, 3.0, c->dt, &pb->weight, &pb->hidden);
+    } else {
+        float *l = fst_gen_logits(seed, rows, V, 3.0);
+        pb->logits = fst_pack(l, (size_t)(rows * V), c->dt);
+        free(l);
+    }
+    pb->ref = malloc(sizeof(double) * (size_t)(rows * V));
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t v = 0; v < V; ++v) {
+            double acc = 0.0;
+            if (c->fused) {
+                for (int64_t k = 0; k < c->D; ++k)
+                    acc += fst_get(pb->hidden, (size_t)(r * c->D + k), c->dt) *
+                           fst_get(pb->weight, (size_t)(v * c->D + k), c->dt);
+            } else {
+                acc = fst_get(pb->logits, (size_t)(r * V + v), c->dt);
+            }
+            pb->ref[r * V + v] = acc;
+        }
+    const int64_t R = c->R;
+    pb->temperature = malloc(sizeof(float) * (size_t)R);
+    pb->seed = malloc(sizeof(uint64_t) * (size_t)R);
+    pb->offset = malloc(sizeof(uint64_t) * (size_t)R);
+    for (int64_t r = 0; r < R; ++r) {
+        pb->temperature[r] = temps[(uint64_t)r % 4];
+        pb->seed[r] = seed * 1000003u + (uint64_t)r * 7919u;
+        pb->offset[r] = (uint64_t)r * 3u + (seed & 0xff) + ((uint64_t)r << 33);
+    }
+    if (c->bias_mask) {
+        pb->bias = fst_gen_bias(seed, rows, V);
+        pb->allowed = fst_gen_allowed(seed, rows, V, 0.8);
+    }
+    pb->p.temperature = pb->temperature;
+    pb->p.seed = pb->seed;
+    pb->p.offset = pb->offset;
+    pb->p.logit_bias = pb->bias;
+    pb->p.allowed = pb->allowed;
+    fstt_choose_tokens(&pb->tr, pb->ref, V, &pb->p, seed);
+}
+
+static void free_problem(tprob *pb)
+{
+    fstt_free(&pb->tr);
+    free(pb->weight);
+    free(pb->hidden);
+    free(pb->logits);
+    free(pb->ref);
+    free(pb->temperature);
+    free(pb->seed);
+    free(pb->offset);
+    free(pb->bias);
+    free(pb->allowed);
+    memset(pb, 0, sizeof *pb);
+}
+
+static int64_t stride_of(const tprob *pb)
+{
+    return pb->tr.t.max_depth + 1;
+}
+
+static void out_alloc(const tprob *pb, tout *o)
+{
+    const int64_t R = pb->c.R, S = stride_of(pb);
+    memset(o, 0, sizeof *o);
+    o->tok = malloc(sizeof(int32_t) * (size_t)(R * S));
+    o->path = malloc(sizeof(int32_t) * (size_t)(R * (S - 1) + 1));
+    o->nem = malloc(sizeof(int32_t) * (size_t)R);
+    o->st = malloc(sizeof(int32_t) * (size_t)R);
+    o->lp = malloc(sizeof(float) * (size_t)(R * S));
+}
+
+static void out_free(tout *o)
+{
+    free(o->tok);
+    free(o->path);
+    free(o->nem);
+    free(o->st);
+    free(o->lp);
+    memset(o, 0, sizeof *o);
+}
+
+/* The op on the CPU context, host pointers. */
+static void run_cpu(const tprob *pb, tout *o)
+{
+    fs_context *ctx = fst_cpu_ctx();
+    const tcase *c = &pb->c;
+    fs_lm_head head = {pb->weight, c->V, c->D, c->dt};
+    o->ret = c->fused ? fstt_verify_tree(ctx, &head, pb->hidden, &pb->tr.t, &pb->p, o->tok,
+                                         o->path, o->nem, o->lp, o->st)
+                      : fstt_verify_tree_logits(ctx, pb->logits, c->dt, c->V, &pb->tr.t, &pb->p,
+                                                o->tok, o->path, o->nem, o->lp, o->st);
+    if (o->ret != FS_OK && o->ret != FS_ERR_INVALID_ROWS)
+        fail_msg("CPU tree verify: %s (%s)", fs_status_string(o->ret),
+                 fs_context_last_error(ctx));
+    fs_context_destroy(ctx);
+}
+
+/* Device copies of a problem's inputs (tree and parameters as given, so a
+ * test may corrupt them on the host first). */
+typedef struct tdev {
+    void *w, *h, *l;
+    fs_draft_tree t;
+    fs_sampling p;
+} tdev;
+
+static void upload(const tprob *pb, tdev *g)
+{
+    const tcase *c = &pb->c;
+    const size_t es = fst_dtype_size(c->dt), R = (size_t)c->R, rows = (size_t)pb->rows;
+    const size_t V = (size_t)c->V, nodes = (size_t)pb->tr.t.num_nodes;
+    memset(g, 0, sizeof *g);
+    if (c->fused) {
+        g->w = gt_dup(pb->weight, es * V * (size_t)c->D);
+        g->h = gt_dup(pb->hidden, es * rows * (size_t)c->D);
+    } else {
+        g->l = gt_dup(pb->logits, es * rows * V);
+    }
+    g->t = pb->tr.t;
+    g->t.tokens = nodes ? gt_dup(pb->tr.t.tokens, sizeof(int32_t) * nodes) : NULL;
+    g->t.parents = nodes ? gt_dup(pb->tr.t.parents, sizeof(int32_t) * nodes) : NULL;
+    g->t.node_offsets = gt_dup(pb->tr.t.node_offsets, sizeof(int32_t) * (R + 1));
+    g->p.temperature = gt_dup(pb->p.temperature, sizeof(float) * R);
+    g->p.seed = gt_dup(pb->p.seed, sizeof(uint64_t) * R);
+    g->p.offset = gt_dup(pb->p.offset, sizeof(uint64_t) * R);
+    g->p.logit_bias = gt_dup(pb->p.logit_bias, sizeof(float) * rows * V);
+    g->p.allowed = gt_dup(pb->p.allowed, sizeof(uint32_t) * rows * (size_t)fst_mask_words(c->V));
+}
+
+static void free_dev(tdev *g)
+{
+    gt_dfree(g->w);
+    gt_dfree(g->h);
+    gt_dfree(g->l);
+    gt_dfree(g->t.tokens);
+    gt_dfree(g->t.parents);
+    gt_dfree(g->t.node_offsets);
+    gt_dfree(g->p.temperature);
+    gt_dfree(g->p.seed);
+    gt_dfree(g->p.offset);
+    gt_dfree(g->p.logit_bias);
+    gt_dfree(g->p.allowed);
+    memset(g, 0, sizeof *g);
+}
+
+/* The op on ctx (a CUDA context): poisoned device outputs, a workspace of
+ * exactly the queried size, synchronised and downloaded. */
+static void run_gpu(fs_context *ctx, const tprob *pb, tout *o)
+{
+    const tcase *c = &pb->c;
+    const int64_t R = c->R, S = stride_of(pb);
+    tdev g;
+    upload(pb, &g);
+    size_t bytes = 0;
+    GT_FS(ctx, fs_verify_tree_workspace_size(ctx, R, pb->tr.t.num_nodes, c->V, &bytes));
+    void *ws = gt_dmalloc(bytes);
+    int32_t *tok = gt_dmalloc(sizeof(int32_t) * (size_t)(R * S));
+    int32_t *path = gt_dmalloc(sizeof(int32_t) * (size_t)(R * (S - 1) + 1));
+    int32_t *nem = gt_dmalloc(sizeof(int32_t) * (size_t)R);
+    int32_t *st = gt_dmalloc(sizeof(int32_t) * (size_t)R);
+    float *lp = gt_dmalloc(sizeof(float) * (size_t)(R * S));
+    GT_CUDA(cudaMemset(tok, 0x5A, sizeof(int32_t) * (size_t)(R * S)));
+    GT_CUDA(cudaMemset(path, 0x5A, sizeof(int32_t) * (size_t)(R * (S - 1) + 1)));
+    GT_CUDA(cudaMemset(nem, 0x5A, sizeof(int32_t) * (size_t)R));
+    GT_CUDA(cudaMemset(st, 0x5A, sizeof(int32_t) * (size_t)R));
+    GT_CUDA(cudaMemset(lp, 0x5A, sizeof(float) * (size_t)(R * S)));
+    fs_lm_head head = {g.w, c->V, c->D, c->dt};
+    o->ret = c->fused ? fs_verify_tree(ctx, &head, g.h, &g.t, &g.p, ws, bytes, tok, path, nem,
+                                       lp, st)
+                      : fs_verify_tree_logits(ctx, g.l, c->dt, c->V, &g.t, &g.p, ws, bytes, tok,
+                                              path, nem, lp, st);
+    if (o->ret != FS_OK)
+        fail_msg("GPU tree verify: %s (%s)", fs_status_string(o->ret),
+                 fs_context_last_error(ctx));
+    GT_CUDA(cudaDeviceSynchronize());
+    gt_down(o->tok, tok, sizeof(int32_t) * (size_t)(R * S));
+    gt_down(o->path, path, sizeof(int32_t) * (size_t)(R * (S - 1) + 1));
+    gt_down(o->nem, nem, sizeof(int32_t) * (size_t)R);
+    gt_down(o->st, st, sizeof(int32_t) * (size_t)R);
+    gt_down(o->lp, lp, sizeof(float) * (size_t)(R * S));
+    gt_dfree(ws);
+    gt_dfree(tok);
+    gt_dfree(path);
+    gt_dfree(nem);
+    gt_dfree(st);
+    gt_dfree(lp);
+    free_dev(&g);
+}
+
+/* ---- comparison -------------------------------------------------------- */
+
+static void fmt_ints(char *buf, size_t cap, const int32_t *x, int64_t n)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int64_t i = 0; i < n && at + 16 < cap; ++i)
+        at += (size_t)snprintf(buf + at, cap - at, "%s%d", i ? " " : "", x[i]);
+}
+
+/* max |score| over the allowed tokens of request r's rows (the scale of the
+ * rounding a near-tie is measured against). */
+static double request_scale(const tprob *pb, int64_t r)
+{
+    const int64_t V = pb->c.V, W = fst_mask_words(V);
+    const int64_t row0 = pb->tr.t.node_offsets[r] + r;
+    const int64_t n = pb->tr.t.node_offsets[r + 1] - pb->tr.t.node_offsets[r];
+    const double T = pb->temperature[r], inv = T > 0.0 ? 1.0 / T : 1.0;
+    double m = 0.0;
+    for (int64_t j = row0; j <= row0 + n; ++j)
+        for (int64_t v = 0; v < V; ++v) {
+            if (pb->allowed && !fst_allowed(pb->allowed + j * W, v))
+                continue;
+            const double b = pb->bias ? pb->bias[j * V + v] : 0.0;
+            const double s = fabs((pb->ref[j * V + v] + b) * inv);
+            if (isfinite(s) && s > m)
+                m = s;
+        }
+    return m;
+}
+
+typedef struct tagree {
+    int64_t differ, value_bad;
+} tagree;
+
+/* Compare the CPU (c) and GPU (g) outputs of pb; near-ties are counted,
+ * everything else fails with the first mismatch in full. */
+static tagree compare(const tprob *pb, const tout *c, const tout *g, const char *label)
+{
+    const int64_t R = pb->c.R, S = stride_of(pb);
+    const int fused = pb->c.fused;
+    const double tie_rel = fused ? 1e-3 : 1e-5, lp_rel = fused ? 1e-3 : 1e-4;
+    tagree a = {0, 0};
+    double *margin = NULL;
+    for (int64_t r = 0; r < R; ++r) {
+        if (c->st[r] != g->st[r])
+            fail_msg("%s: request %lld: status CPU %d (%s), GPU %d (%s)", label, (long long)r,
+                     c->st[r], fs_row_status_string(c->st[r]), g->st[r],
+                     fs_row_status_string(g->st[r]));
+        const int32_t *ct = c->tok + r * S, *gk = g->tok + r * S;
+        const int32_t *cp = c->path + r * (S - 1), *gp = g->path + r * (S - 1);
+        const int same = c->nem[r] == g->nem[r] &&
+                         memcmp(ct, gk, sizeof(int32_t) * (size_t)S) == 0 &&
+                         memcmp(cp, gp, sizeof(int32_t) * (size_t)(S - 1)) == 0;
+        if (same) {
+            for (int64_t k = 0; k < S; ++k)
+                if (!gt_close(c->lp[r * S + k], g->lp[r * S + k], lp_rel)) {
+                    if (a.value_bad++ == 0)
+                        fprintf(stderr, "%s: request %lld slot %lld: logprob CPU %.9g GPU %.9g\n",
+                                label, (long long)r, (long long)k, c->lp[r * S + k],
+                                g->lp[r * S + k]);
+                }
+            continue;
+        }
+        char bc[512], bg[512], pc[512], pg[512];
+        fmt_ints(bc, sizeof bc, ct, S);
+        fmt_ints(bg, sizeof bg, gk, S);
+        fmt_ints(pc, sizeof pc, cp, S - 1);
+        fmt_ints(pg, sizeof pg, gp, S - 1);
+        if (c->st[r] != FS_ROW_OK)
+            fail_msg("%s: request %lld (status %d): outputs differ: CPU emitted %d [%s], GPU "
+                     "emitted %d [%s]",
+                     label, (long long)r, c->st[r], c->nem[r], bc, g->nem[r], bg);
+        if (!margin) {
+            const int64_t N = R * S;
+            int32_t *rt = malloc(sizeof(int32_t) * (size_t)N), *rp = malloc(sizeof(int32_t) * (size_t)N);
+            int32_t *rn = malloc(sizeof(int32_t) * (size_t)R), *rs = malloc(sizeof(int32_t) * (size_t)R);
+            double *rl = malloc(sizeof(double) * (size_t)N);
+            margin = malloc(sizeof(double) * (size_t)R);
+            ref_verify_tree(pb->ref, pb->c.V, &pb->tr.t, &pb->p, REF_TREE_EXACT, rt, rp, rn, rl,
+                            rs, margin);
+            free(rt);
+            free(rp);
+            free(rn);
+            free(rs);
+            free(rl);
+        }
+        const double tol = tie_rel * (1.0 + request_scale(pb, r));
+        printf("  %s: request %lld (T=%g, %lld nodes): CPU emitted %d [%s] path [%s], GPU "
+               "emitted %d [%s] path [%s]: oracle margin %.3g (tolerance %.3g)\n",
+               label, (long long)r, (double)pb->temperature[r],
+               (long long)(pb->tr.t.node_offsets[r + 1] - pb->tr.t.node_offsets[r]), c->nem[r],
+               bc, pc, g->nem[r], bg, pg, margin[r], tol);
+        if (!(margin[r] <= tol))
+            fail_msg("%s: request %lld: outputs differ (CPU [%s], GPU [%s]) with oracle margin "
+                     "%.3g > %.3g",
+                     label, (long long)r, bc, bg, margin[r], tol);
+        ++a.differ;
+    }
+    free(margin);
+    return a;
+}
+
+static void run_case(const tcase *c, uint64_t seed)
+{
+    tprob pb;
+    make_problem(c, seed, &pb);
+    tout co, go;
+    out_alloc(&pb, &co);
+    out_alloc(&pb, &go);
+    run_cpu(&pb, &co);
+    fs_context *gpu = gt_gpu_ctx();
+    run_gpu(gpu, &pb, &go);
+    fs_context_destroy(gpu);
+    char label[200];
+    snprintf(label, sizeof label, "%s %s V=%lld D=%lld %s R=%lld rows=%lld%s",
+             c->fused ? "fused" : "logits", fst_dtype_name(c->dt), (long long)c->V,
+             (long long)c->D, shape_name(c->shape), (long long)c->R, (long long)pb.rows,
+             c->bias_mask ? " bias+mask" : "");
+    tagree a = compare(&pb, &co, &go, label);
+    int64_t ok = 0;
+    for (int64_t r = 0; r < c->R; ++r)
+        ok += co.st[r] == FS_ROW_OK;
+    printf("%-62s agree %lld/%lld (%lld ok)%s\n", label, (long long)(c->R - a.differ),
+           (long long)c->R, (long long)ok, a.value_bad ? "  LOGPROB MISMATCH" : "");
+    fflush(stdout);
+    assert_int_equal(a.value_bad, 0);
+    assert_true(a.differ <= 2 + c->R / 100);
+    out_free(&co);
+    out_free(&go);
+    free_problem(&pb);
+}
+
+static void run_cases(const tcase *cs, size_t n, uint64_t seed0)
+{
+    for (size_t i = 0; i < n; ++i)
+        run_case(&cs[i], seed0 + 31 * (uint64_t)i);
+}
+
+/* ---- tests ------------------------------------------------------------- */
+
+static void test_logits(void **state)
 {
     (void)state;
-    fs_context *ctx = gt_gpu_ctx();
-    size_t bytes = 4242;
-    assert_int_equal(fs_verify_tree_workspace_size(ctx, R, NODES, V, &bytes), FS_ERR_UNSUPPORTED);
-    assert_int_equal(bytes, 4242);
-    assert_non_null(strstr(fs_context_last_error(ctx), "tree verify"));
+    static const tcase cs[] = {
+        {0, FS_DTYPE_F32, 1001, 0, SH_MIXED, 14, 1},
+        {0, FS_DTYPE_F32, 1001, 0, SH_STAR, 17, 1},
+        {0, FS_DTYPE_F32, 1001, 0, SH_CHAIN, 14, 0},
+        {0, FS_DTYPE_BF16, 5003, 0, SH_MIXED, 20, 0},
+        {0, FS_DTYPE_BF16, 4096, 0, SH_STAR, 34, 1},
+        {0, FS_DTYPE_F32, 3001, 0, SH_FIXED5, 40, 1},
+    };
+    run_cases(cs, sizeof cs / sizeof cs[0], 100);
+}
 
-    const int32_t tok[NODES] = {1, 2, 3, 4, 5}, par[NODES] = {-1, -1, 0, -1, 0};
-    const int32_t offs[R + 1] = {0, 2, 3, 5};
-    const float T[R] = {1.0f, 0.0f, 0.7f};
-    const uint64_t seed[R] = {1, 2, 3};
-    float *logits = fst_gen_logits(77, NODES + R, V, 2.0);
-    void *w = NULL, *h = NULL;
-    fst_gen_head(78, V, D, NODES + R, 2.0, FS_DTYPE_BF16, &w, &h);
-    fs_draft_tree tree = {R, NODES, MAXD, 4, gt_dup(tok, sizeof tok), gt_dup(par, sizeof par),
-                          gt_dup(offs, sizeof offs)};
-    fs_sampling p = {gt_dup(T, sizeof T), gt_dup(seed, sizeof seed), NULL, NULL, NULL};
-    void *dl = gt_dup(logits, sizeof(float) * (NODES + R) * V);
-    void *dw = gt_dup(w, 2 * (size_t)(V * D)), *dh = gt_dup(h, 2 * (size_t)((NODES + R) * D));
-    fs_lm_head head = {dw, V, D, FS_DTYPE_BF16};
-    void *ws = gt_dmalloc(1 << 20);
-    int32_t *dtok = gt_dmalloc(sizeof(int32_t) * R * S), *dpath = gt_dmalloc(sizeof(int32_t) * R * MAXD);
-    int32_t *dnem = gt_dmalloc(sizeof(int32_t) * R), *dst = gt_dmalloc(sizeof(int32_t) * R);
-    float *dlp = gt_dmalloc(sizeof(float) * R * S);
+static void test_fused(void **state)
+{
+    (void)state;
+    static const tcase cs[] = {
+        /* Hopper tile kernel (<= 160 rows) */
+        {1, FS_DTYPE_BF16, 5003, 136, SH_MIXED, 14, 1},
+        {1, FS_DTYPE_BF16, 5003, 136, SH_STAR, 17, 1}, /* 153 rows: the 160-row block */
+        {1, FS_DTYPE_BF16, 5003, 136, SH_CHAIN, 14, 0},
+        {1, FS_DTYPE_BF16, 4099, 264, SH_MIXED, 10, 0},
+        {1, FS_DTYPE_BF16, 2000, 4096, SH_MIXED, 5, 1},
+        /* generic tensor-core scan (> 160 rows) */
+        {1, FS_DTYPE_BF16, 5003, 136, SH_FIXED5, 40, 1},
+        {1, FS_DTYPE_BF16, 3001, 100, SH_MIXED, 50, 0},
+        /* fp16 head; fp32 head (SIMT scan) */
+        {1, FS_DTYPE_F16, 3001, 136, SH_MIXED, 12, 1},
+        {1, FS_DTYPE_F32, 1001, 33, SH_MIXED, 12, 1},
+    };
+    run_cases(cs, sizeof cs / sizeof cs[0], 200);
+}
+
+/* Requests without nodes only: every request emits its root row's bonus
+ * token, and the tree arrays are NULL. */
+static void test_empty(void **state)
+{
+    (void)state;
+    static const tcase cs[] = {
+        {0, FS_DTYPE_F32, 2000, 0, SH_EMPTY, 7, 1},
+        {1, FS_DTYPE_BF16, 1000, 136, SH_EMPTY, 9, 0},
+    };
+    run_cases(cs, sizeof cs / sizeof cs[0], 300);
+}
+
+/* Bad requests among good ones: a self-parent, a parent after its child, a
+ * token outside [0, V), a NaN temperature, a non-finite row and an
+ * all-masked row.  Statuses and every output as on the CPU; the good
+ * requests succeed.  Then a malformed layout fails every request alike. */
+static void test_bad_requests(void **state)
+{
+    (void)state;
     for (int fused = 0; fused < 2; ++fused) {
-        GT_CUDA(cudaMemset(dtok, 0x5A, sizeof(int32_t) * R * S));
-        GT_CUDA(cudaMemset(dpath, 0x5A, sizeof(int32_t) * R * MAXD));
-        GT_CUDA(cudaMemset(dnem, 0x5A, sizeof(int32_t) * R));
-        GT_CUDA(cudaMemset(dst, 0x5A, sizeof(int32_t) * R));
-        GT_CUDA(cudaMemset(dlp, 0x5A, sizeof(float) * R * S));
-        fs_status s = fused ? fs_verify_tree(ctx, &head, dh, &tree, &p, ws, 1 << 20, dtok, dpath,
-                                             dnem, dlp, dst)
-                            : fs_verify_tree_logits(ctx, dl, FS_DTYPE_F32, V, &tree, &p, ws,
-                                                    1 << 20, dtok, dpath, dnem, dlp, dst);
-        assert_int_equal(s, FS_ERR_UNSUPPORTED);
-        assert_non_null(strstr(fs_context_last_error(ctx), "tree verify"));
-        GT_CUDA(cudaDeviceSynchronize());
-        unsigned char back[sizeof(int32_t) * R * S];
-        gt_down(back, dtok, sizeof back);
-        for (size_t i = 0; i < sizeof back; ++i)
-            assert_int_equal(back[i], 0x5A);
-        gt_down(back, dst, sizeof(int32_t) * R);
-        for (size_t i = 0; i < sizeof(int32_t) * R; ++i)
-            assert_int_equal(back[i], 0x5A);
+        const tcase c = {fused, FS_DTYPE_F32, 1001, 33, SH_MIXED, 12, 1};
+        tprob pb;
+        make_problem(&c, 400 + (uint64_t)fused, &pb);
+        int32_t *tok = pb.tr.tokens, *par = pb.tr.parents;
+        const int32_t *off = pb.tr.offsets;
+        const int64_t V = c.V, W = fst_mask_words(V);
+        /* requests 1, 2, 3, 5, 6, 7 have 3 or more nodes (shape_nodes) */
+        par[off[1] + 1] = 1;                     /* self-parent */
+        par[off[2] + 1] = 2;                     /* a parent after its child */
+        tok[off[3] + 2] = (int32_t)V;            /* outside the vocabulary */
+        pb.temperature[5] = NAN;
+        for (int64_t v = 0; v < W; ++v)          /* request 6's last row: nothing allowed */
+            pb.allowed[(off[7] + 6) * W + v] = 0;
+        if (!fused) { /* request 7's root row: a NaN logit, allowed */
+            ((float *)pb.logits)[(off[7] + 7) * V + 17] = NAN;
+            fst_set_allowed(pb.allowed + (off[7] + 7) * W, 17, 1);
+        }
+        int32_t want[12] = {0};
+        want[1] = FS_ROW_BAD_TREE;
+        want[2] = FS_ROW_BAD_TREE;
+        want[3] = FS_ROW_BAD_DRAFT;
+        want[5] = FS_ROW_BAD_TEMPERATURE;
+        want[6] = FS_ROW_ALL_MASKED;
+        want[7] = fused ? FS_ROW_OK : FS_ROW_NONFINITE;
+        tout co, go;
+        out_alloc(&pb, &co);
+        out_alloc(&pb, &go);
+        run_cpu(&pb, &co);
+        assert_int_equal(co.ret, FS_ERR_INVALID_ROWS);
+        fs_context *gpu = gt_gpu_ctx();
+        run_gpu(gpu, &pb, &go);
+        for (int64_t r = 0; r < c.R; ++r)
+            if (go.st[r] != want[r])
+                fail_msg("%s: request %lld: GPU status %d (%s), expected %d (%s)",
+                         fused ? "fused" : "logits", (long long)r, go.st[r],
+                         fs_row_status_string(go.st[r]), want[r], fs_row_status_string(want[r]));
+        tagree a = compare(&pb, &co, &go, fused ? "bad requests, fused" : "bad requests, logits");
+        assert_int_equal(a.value_bad, 0);
+        assert_true(a.differ <= 1);
+        for (int64_t r = 0; r < c.R; ++r)
+            if (want[r] != FS_ROW_OK) {
+                assert_int_equal(go.nem[r], 0);
+                assert_int_equal(go.tok[r * stride_of(&pb)], -1);
+            }
+
+        /* a decreasing layout: every request FS_ROW_BAD_OFFSETS */
+        pb.tr.offsets[4] = pb.tr.offsets[5] + 1;
+        run_cpu(&pb, &co);
+        run_gpu(gpu, &pb, &go);
+        for (int64_t r = 0; r < c.R; ++r) {
+            assert_int_equal(co.st[r], FS_ROW_BAD_OFFSETS);
+            assert_int_equal(go.st[r], FS_ROW_BAD_OFFSETS);
+            assert_int_equal(go.nem[r], 0);
+        }
+        assert_memory_equal(co.tok, go.tok, sizeof(int32_t) * (size_t)(c.R * stride_of(&pb)));
+        fs_context_destroy(gpu);
+        out_free(&co);
+        out_free(&go);
+        free_problem(&pb);
     }
-    /* the context still samples */
-    size_t sb = 0;
-    GT_FS(ctx, fs_sample_workspace_size(ctx, R, V, &sb));
-    assert_true(sb <= (1 << 20));
-    GT_FS(ctx, fs_sample_logits(ctx, dl, FS_DTYPE_F32, R, V, &p, ws, 1 << 20, dtok, NULL, dst));
-    GT_CUDA(cudaDeviceSynchronize());
-    gt_dfree(tree.tokens);
-    gt_dfree(tree.parents);
-    gt_dfree(tree.node_offsets);
-    gt_dfree(p.temperature);
-    gt_dfree(p.seed);
-    gt_dfree(dl);
-    gt_dfree(dw);
-    gt_dfree(dh);
-    gt_dfree(ws);
-    gt_dfree(dtok);
-    gt_dfree(dpath);
-    gt_dfree(dnem);
-    gt_dfree(dst);
-    gt_dfree(dlp);
-    free(logits);
-    free(w);
-    free(h);
-    fs_context_destroy(ctx);
+}
+
+/* Equal floats, or both NaN. */
+static int same_float(float a, float b)
+{
+    return a == b || (isnan(a) && isnan(b));
+}
+
+/* A chain given as a tree equals fs_verify on the GPU bit for bit: same
+ * scan kernel and merge (row counts where verify takes the Hopper tile
+ * kernel too, and no op tail), the one child's push the same float
+ * operations as verify's excluded token, the same uniforms. */
+static void test_chain_equals_verify(void **state)
+{
+    (void)state;
+    static const tcase cs[] = {
+        {0, FS_DTYPE_F32, 3001, 0, SH_CHAIN, 12, 1},
+        {0, FS_DTYPE_BF16, 5003, 0, SH_CHAIN, 60, 0},
+        {1, FS_DTYPE_BF16, 5003, 136, SH_CHAIN, 12, 1},
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; ++i) {
+        const tcase *c = &cs[i];
+        tprob pb;
+        make_problem(c, 500 + i, &pb);
+        const int64_t R = c->R, S = stride_of(&pb);
+        tout to;
+        out_alloc(&pb, &to);
+        fs_context *gpu = gt_gpu_ctx();
+        run_gpu(gpu, &pb, &to);
+
+        tdev g;
+        upload(&pb, &g);
+        fs_drafts d = {R, pb.tr.t.num_nodes, S - 1, g.t.tokens, g.t.node_offsets};
+        size_t bytes = 0;
+        GT_FS(gpu, fs_verify_workspace_size(gpu, R, d.num_draft_tokens, c->V, &bytes));
+        void *ws = gt_dmalloc(bytes);
+        int32_t *tok = gt_dmalloc(sizeof(int32_t) * (size_t)(R * S));
+        int32_t *nem = gt_dmalloc(sizeof(int32_t) * (size_t)R);
+        int32_t *st = gt_dmalloc(sizeof(int32_t) * (size_t)R);
+        float *lp = gt_dmalloc(sizeof(float) * (size_t)(R * S));
+        fs_lm_head head = {g.w, c->V, c->D, c->dt};
+        GT_FS(gpu, c->fused ? fs_verify(gpu, &head, g.h, &d, &g.p, ws, bytes, tok, nem, lp, st)
+                            : fs_verify_logits(gpu, g.l, c->dt, c->V, &d, &g.p, ws, bytes, tok,
+                                               nem, lp, st));
+        GT_CUDA(cudaDeviceSynchronize());
+        tout vo;
+        out_alloc(&pb, &vo);
+        gt_down(vo.tok, tok, sizeof(int32_t) * (size_t)(R * S));
+        gt_down(vo.nem, nem, sizeof(int32_t) * (size_t)R);
+        gt_down(vo.st, st, sizeof(int32_t) * (size_t)R);
+        gt_down(vo.lp, lp, sizeof(float) * (size_t)(R * S));
+        for (int64_t r = 0; r < R; ++r) {
+            char bt[256], bv[256];
+            fmt_ints(bt, sizeof bt, to.tok + r * S, S);
+            fmt_ints(bv, sizeof bv, vo.tok + r * S, S);
+            if (to.st[r] != vo.st[r] || to.nem[r] != vo.nem[r] ||
+                memcmp(to.tok + r * S, vo.tok + r * S, sizeof(int32_t) * (size_t)S) != 0)
+                fail_msg("chain %s %s R=%lld: request %lld: tree status %d emitted %d [%s], "
+                         "verify status %d emitted %d [%s]",
+                         c->fused ? "fused" : "logits", fst_dtype_name(c->dt), (long long)R,
+                         (long long)r, to.st[r], to.nem[r], bt, vo.st[r], vo.nem[r], bv);
+            for (int64_t k = 0; k < S; ++k)
+                if (!same_float(to.lp[r * S + k], vo.lp[r * S + k]))
+                    fail_msg("chain %s R=%lld: request %lld slot %lld: logprob tree %.9g, "
+                             "verify %.9g",
+                             c->fused ? "fused" : "logits", (long long)R, (long long)r,
+                             (long long)k, to.lp[r * S + k], vo.lp[r * S + k]);
+            /* the path is the chain itself */
+            for (int64_t k = 0; k + 1 < to.nem[r]; ++k)
+                assert_int_equal(to.path[r * (S - 1) + k], k);
+        }
+        printf("chain as a tree = fs_verify: %s %s R=%lld rows=%lld\n",
+               c->fused ? "fused" : "logits", fst_dtype_name(c->dt), (long long)R,
+               (long long)pb.rows);
+        gt_dfree(ws);
+        gt_dfree(tok);
+        gt_dfree(nem);
+        gt_dfree(st);
+        gt_dfree(lp);
+        free_dev(&g);
+        out_free(&vo);
+        out_free(&to);
+        fs_context_destroy(gpu);
+        free_problem(&pb);
+    }
 }
 
 int main(void)
 {
     GT_SKIP_WITHOUT_GPU("test_gpu_tree");
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_tree_unsupported),
+        cmocka_unit_test(test_logits),       cmocka_unit_test(test_fused),
+        cmocka_unit_test(test_empty),        cmocka_unit_test(test_bad_requests),
+        cmocka_unit_test(test_chain_equals_verify),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

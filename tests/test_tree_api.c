@@ -1,7 +1,7 @@
 /* The tree-verify API contract: host-side validation (right status, a message
  * on the context, nothing written), the workspace query, optional pointers,
- * the refusal of a CUDA context, and per-request errors on the CPU context:
- * bad trees (cycles, a parent after its child, parents out of range, too
+ * the refusal of a tensor-parallel context, and per-request errors on the
+ * CPU context: bad trees (cycles, a parent after its child, parents out of range, too
  * many children, too deep), bad tokens and temperatures, non-finite and
  * all-masked rows, malformed node offsets -- each gets its fs_row_status and
  * sentinels, and every other request is exactly as in a run without it. */
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h" /* struct fs_context: a CPU context posing as a CUDA one */
+#include "backend.h" /* struct fs_context: a CPU context posing as a tensor-parallel one */
 #include "fs_test.h"
 #include "tree_test.h"
 
@@ -460,10 +460,10 @@ static void test_workspace_query(void **state)
     fs_context_destroy(ctx);
 }
 
-/* A CPU context posing as a CUDA one (the dispatch reads only its kind):
- * the query and both ops refuse it with FS_ERR_UNSUPPORTED, a message
- * naming the missing feature, and nothing written. */
-static void test_cuda_context_refused(void **state)
+/* A context with a tensor-parallel communicator (a CPU context posing as
+ * one: the dispatch reads only the pointer): both ops refuse it with
+ * FS_ERR_UNSUPPORTED, a message naming tree verify, and nothing written. */
+static void test_tensor_parallel_refused(void **state)
 {
     (void)state;
     tprob pb;
@@ -474,11 +474,8 @@ static void test_cuda_context_refused(void **state)
     size_t need = 0;
     assert_int_equal(fs_verify_tree_workspace_size(ctx, f.R, f.nodes, V, &need), FS_OK);
     void *ws = malloc(need);
-    ctx->kind = FS_DEVICE_CUDA;
-    size_t n = 777;
-    assert_int_equal(fs_verify_tree_workspace_size(ctx, f.R, f.nodes, V, &n), FS_ERR_UNSUPPORTED);
-    assert_int_equal(n, 777);
-    assert_non_null(strstr(fs_context_last_error(ctx), "CUDA"));
+    static int not_a_comm;
+    ctx->nccl_comm = &not_a_comm;
     float w[V * 2] = {0}, h[(MAXR * (MAXN + 1)) * 2] = {0};
     fs_lm_head head = {w, V, 2, FS_DTYPE_F32};
     for (int fused = 0; fused < 2; ++fused) {
@@ -492,12 +489,13 @@ static void test_cuda_context_refused(void **state)
                                                     b.st);
         assert_int_equal(s, FS_ERR_UNSUPPORTED);
         assert_non_null(strstr(fs_context_last_error(ctx), "tree verify"));
+        assert_non_null(strstr(fs_context_last_error(ctx), "tensor-parallel"));
         const unsigned char *p = (const unsigned char *)&b;
         for (size_t i = 0; i < sizeof b; ++i)
             if (p[i] != POISON)
-                fail_msg("refused CUDA call wrote byte %zu", i);
+                fail_msg("refused tensor-parallel call wrote byte %zu", i);
     }
-    ctx->kind = FS_DEVICE_CPU;
+    ctx->nccl_comm = NULL;
     free(ws);
     fs_context_destroy(ctx);
 }
@@ -557,7 +555,7 @@ int main(void)
         cmocka_unit_test_setup(test_bad_offsets, fst_reset_hooks),
         cmocka_unit_test_setup(test_validation, fst_reset_hooks),
         cmocka_unit_test_setup(test_workspace_query, fst_reset_hooks),
-        cmocka_unit_test_setup(test_cuda_context_refused, fst_reset_hooks),
+        cmocka_unit_test_setup(test_tensor_parallel_refused, fst_reset_hooks),
         cmocka_unit_test_setup(test_optional_pointers, fst_reset_hooks),
         cmocka_unit_test_setup(test_row_status_string, fst_reset_hooks),
     };

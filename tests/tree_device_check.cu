@@ -1,8 +1,10 @@
 // The tree-verify code shared with the CUDA backend (src/tree_record.h,
-// src/tree_finalize.h), compiled as device code by every CUDA build.  No
-// library kernel uses it until tree verify's GPU port lands, so without this
-// file a construct that only the host compiler accepts would go unnoticed.
-// Nothing here is launched.
+// src/tree_finalize.h), compiled as device code by every CUDA build.  The
+// library's kernels call the request rows, the walk and the exclusion mask
+// (kernels/tree_prep.cu, tree_finalize.cu, tree_scan.cuh) but not the tree
+// record's own push and merge, which the CPU backend uses; without this file
+// a construct in those that only the host compiler accepts would go
+// unnoticed.  Nothing here is launched.
 #include "tree_finalize.h"
 
 // A scan epilogue's use: one thread pushes one noise block of a row, and

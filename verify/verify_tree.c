@@ -19,11 +19,7 @@ fs_status fs_verify_tree_workspace_size(const fs_context *ctx, int64_t num_reque
     fs_status st = fs_check_workspace_query(ctx, rows, vocab_size, out_bytes);
     if (st != FS_OK)
         return st;
-    if (ctx->kind != FS_DEVICE_CPU)
-        return fs_fail_const(ctx, FS_ERR_UNSUPPORTED,
-                             "fs_verify_tree_workspace_size: tree verify has no CUDA kernels "
-                             "yet; run it on a CPU context");
-    *out_bytes = fs_cpu_tree_workspace_bytes(rows, num_requests);
+    *out_bytes = fs_tree_workspace_bytes(ctx, rows, num_requests, vocab_size);
     return FS_OK;
 }
 

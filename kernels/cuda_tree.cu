@@ -1,0 +1,178 @@
+/* Host-side orchestration of tree verify on the CUDA backend:
+ *
+ *   tree prep  fs_tree_row per row, plain descriptors, children's scores
+ *              at -inf, per-request pre-status           (tree_prep.cu)
+ *   scan       the chain ops' scan kernels, unchanged but for the tree push
+ *              they make when given tree rows (tree_scan.cuh)
+ *   merge      the chain ops' merge kernel into row_recs (merge_finalize.cu)
+ *   walk       one thread per request                    (tree_finalize.cu)
+ *
+ * The fused scan is the Hopper tile kernel up to FS_HOPPER_TILE_MAX_ROWS rows
+ * and the generic tensor-core scan beyond (or without sm_90a); the rows-as-M
+ * Hopper kernel's register epilogue has no tree push, so tree verify never
+ * takes it.  No op tail: the merge kernel merges every row.  Tensor
+ * parallelism is refused before this runs (dispatch_tree.c): the children's
+ * scores would need their own exchange.
+ *
+ * Everything is enqueued on the context's stream: no allocation, no host
+ * synchronisation, no copy to the host (graph-capturable), as for the chain
+ * ops; per-request failures are in out_row_status only.
+ *
+ * Workspace layout (each region on a 256-byte boundary, the first at the
+ * caller's pointer rounded up):
+ *   descs      fs_row_desc    [rows]
+ *   tree_rows  fs_tree_row    [rows]
+ *   pre_status int32          [requests]
+ *   tile_recs  fs_record      [rows][ceil(V / 128)]
+ *   row_recs   fs_record      [rows]
+ *   child_s    float          [rows][FS_TREE_MAX_CHILDREN]
+ *   tree_recs  fs_tree_record [rows]    row_recs + child_s, for the walk */
+#include "cuda_tree.cuh"
+#include "scan_hopper.cuh"
+
+namespace {
+
+struct tree_workspace {
+    fs_row_desc *descs;
+    fs_tree_row *tree_rows;
+    int32_t *pre_status;
+    fs_record *tile_recs;
+    fs_record *row_recs;
+    float *child_s;
+    fs_tree_record *tree_recs;
+};
+
+size_t align_up(size_t n)
+{
+    return (n + 255) & ~(size_t)255;
+}
+
+/* Byte size of the layout (with 256 bytes of slack for a caller's pointer
+ * of any alignment); fills w when base is given. */
+size_t carve(int64_t rows, int64_t requests, int64_t vocab, void *base, tree_workspace *w)
+{
+    char *p = reinterpret_cast<char *>(align_up(reinterpret_cast<uintptr_t>(base)));
+    const size_t max_tiles = (size_t)((vocab + FS_REC_MIN_TOKENS - 1) / FS_REC_MIN_TOKENS);
+    const size_t R = (size_t)rows;
+    size_t at = 0;
+    auto take = [&](size_t bytes) {
+        char *q = p + at;
+        at += align_up(bytes);
+        return q;
+    };
+    char *descs = take(R * sizeof(fs_row_desc));
+    char *tree_rows = take(R * sizeof(fs_tree_row));
+    char *pre_status = take((size_t)requests * sizeof(int32_t));
+    char *tile_recs = take(R * max_tiles * sizeof(fs_record));
+    char *row_recs = take(R * sizeof(fs_record));
+    char *child_s = take(R * FS_TREE_MAX_CHILDREN * sizeof(float));
+    char *tree_recs = take(R * sizeof(fs_tree_record));
+    if (w) {
+        w->descs = reinterpret_cast<fs_row_desc *>(descs);
+        w->tree_rows = reinterpret_cast<fs_tree_row *>(tree_rows);
+        w->pre_status = reinterpret_cast<int32_t *>(pre_status);
+        w->tile_recs = reinterpret_cast<fs_record *>(tile_recs);
+        w->row_recs = reinterpret_cast<fs_record *>(row_recs);
+        w->child_s = reinterpret_cast<float *>(child_s);
+        w->tree_recs = reinterpret_cast<fs_tree_record *>(tree_recs);
+    }
+    return at + 256;
+}
+
+/* The fused scan for tree rows: fp32 heads take the SIMT scan; 16-bit heads
+ * the Hopper tile kernel where the device, D, alignment and row count
+ * allow, the generic tensor-core scan otherwise (as launch_fused_scan in
+ * cuda_ops.cu, whose rows-kernel choice tree rows must not take).  Sets
+ * s->tiles_per_row. */
+cudaError_t launch_tree_fused_scan(fs_context *ctx, const fs_op_args *a, fs_scan_args *s,
+                                   cudaStream_t stream)
+{
+    const fs_lm_head *h = a->head;
+    s->tiles_per_row = (a->vocab_size + FS_FUSED_TILE_V - 1) / FS_FUSED_TILE_V;
+    if (h->dtype == FS_DTYPE_F32)
+        return fs_launch_scan_simt(a, s, stream);
+    if (ctx->hopper && a->rows <= FS_HOPPER_TILE_MAX_ROWS && fs_hopper_supported(h->hidden_dim, 1) &&
+        fs_hopper_aligned(h->weight, a->hidden)) {
+        fs_hopper_opts o = {};
+        o.kernel = FS_HOPPER_TILE;
+        o.tree_rows = s->tree_rows;
+        o.tree_child_s = s->tree_child_s;
+        const int64_t n_recs =
+            fs_hopper_records_per_row(a->vocab_size, a->rows, ctx->sm_count, &o);
+        cudaError_t e = (cudaError_t)fs_hopper_scan_launch_ex(
+            h->weight, a->hidden, h->dtype == FS_DTYPE_BF16, a->vocab_size, h->hidden_dim,
+            a->rows, a->vocab_offset, a->global_vocab, s->descs, s->bias, s->allowed,
+            s->tile_recs, n_recs, ctx->sm_count, &o, stream);
+        if (e != cudaErrorNoKernelImageForDevice && e != cudaErrorInvalidDeviceFunction) {
+            /* at most min(sm_count, ceil(V / 128)) records per row, which the
+               workspace holds */
+            s->tiles_per_row = n_recs;
+            return e;
+        }
+        (void)cudaGetLastError();
+        ctx->hopper = 0;
+    }
+    return fs_launch_scan_mma(a, s, stream);
+}
+
+} // namespace
+
+extern "C" size_t fs_cuda_tree_workspace_bytes(int64_t rows, int64_t requests, int64_t vocab_size)
+{
+    return carve(rows, requests, vocab_size, nullptr, nullptr);
+}
+
+extern "C" fs_status fs_cuda_tree_run(fs_context *ctx, const fs_tree_args *ta)
+{
+    const fs_op_args *a = &ta->base;
+    tree_workspace w;
+    carve(a->rows, ta->tree->num_requests, a->vocab_size, a->workspace, &w);
+    int prev_device;
+    fs_status st = fs_cuda_enter(ctx, &prev_device);
+    if (st != FS_OK)
+        return st;
+    cudaStream_t stream = static_cast<cudaStream_t>(ctx->stream);
+    const char *step = "prep";
+    cudaError_t e = fs_launch_tree_prep(ta, w.descs, w.tree_rows, w.child_s, w.pre_status, stream);
+
+    fs_scan_args s = {};
+    s.descs = w.descs;
+    s.bias = a->params->logit_bias;
+    s.allowed = a->params->allowed;
+    s.rows = a->rows;
+    s.vocab = a->vocab_size;
+    s.vocab_offset = a->vocab_offset;
+    s.global_vocab = a->global_vocab;
+    s.words = (a->global_vocab + 31) / 32;
+    s.tile_recs = w.tile_recs;
+    s.tree_rows = w.tree_rows;
+    s.tree_child_s = w.child_s;
+    if (e == cudaSuccess) {
+        if (a->head) {
+            step = "fused scan";
+            e = launch_tree_fused_scan(ctx, a, &s, stream);
+        } else {
+            const int64_t chunk = fs_logits_chunk(a->rows, a->vocab_size, ctx->sm_count);
+            s.tiles_per_row = (a->vocab_size + chunk - 1) / chunk;
+            step = "logits scan";
+            e = fs_launch_scan_logits(a, &s, chunk, stream);
+        }
+    }
+    if (e == cudaSuccess) {
+        step = "merge";
+        e = fs_launch_merge(a, w.tile_recs, s.tiles_per_row, w.descs, w.pre_status, w.row_recs,
+                            0, ctx->cc_major >= 9, stream);
+    }
+    if (e == cudaSuccess) {
+        step = "finalize";
+        e = fs_launch_tree_finalize(ta, w.row_recs, w.child_s, w.tree_rows, w.pre_status,
+                                    w.tree_recs, stream);
+    }
+    fs_cuda_leave(prev_device);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return fs_fail(ctx, FS_ERR_CUDA, "tree verify: %s launch failed: %s", step,
+                       cudaGetErrorString(e));
+    }
+    return FS_OK;
+}

@@ -1,0 +1,29 @@
+/* Tree verify on the CUDA backend: the two kernels of its own (the row
+ * preparation and the walk) around the shared scan and merge (cuda_tree.cu
+ * orchestrates; docs/DESIGN.md, "Tree verification"). */
+#ifndef FS_CUDA_TREE_CUH
+#define FS_CUDA_TREE_CUH
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "cuda_common.cuh"
+#include "tree_backend.h"
+#include "tree_record.h"
+
+/* Per request: status before the scan and the fs_tree_row of each of its
+ * rows (tree_finalize.h's fs_tree_request_rows); descs[i] = rows[i].base for
+ * the scan and merge kernels, which read plain descriptors; child_s all
+ * -inf (kernels/tree_prep.cu). */
+cudaError_t fs_launch_tree_prep(const fs_tree_args *a, fs_row_desc *descs, fs_tree_row *rows,
+                                float *child_s, int32_t *pre_status, cudaStream_t stream);
+
+/* Per request: its merged records and children's scores assembled into
+ * tree_recs, then the walk (fs_finalize_verify_tree) into a's outputs
+ * (kernels/tree_finalize.cu). */
+cudaError_t fs_launch_tree_finalize(const fs_tree_args *a, const fs_record *row_recs,
+                                    const float *child_s, const fs_tree_row *rows,
+                                    const int32_t *pre_status, fs_tree_record *tree_recs,
+                                    cudaStream_t stream);
+
+#endif
