@@ -261,11 +261,16 @@ cudaError_t fs_launch_scan_logits(const fs_op_args *a, const fs_scan_args *s, in
 /* Per-row merge of tile records into row_recs (merge_finalize.cu); with
  * finalize != 0, sample and argmax rows are finalized into a's outputs by the
  * merge itself (row_recs is then not written) and fs_launch_finalize must not
- * run.  overlap: launch programmatically (sm_90+; see pdl.cuh). */
+ * run.  filt (NULL: the op has no filters): filtered rows are resolved
+ * (filter_resolve.cuh), the undecided ones handed to the second pass, which
+ * then stores or finalizes them.  overlap: launch programmatically (sm_90+;
+ * see pdl.cuh). */
+struct fs_filter_ws;
 cudaError_t fs_launch_merge(const fs_op_args *a, const fs_record *tile_recs,
                             int64_t tiles_per_row, const fs_row_desc *descs,
                             const int32_t *pre_status, fs_record *row_recs, int finalize,
-                            bool overlap, cudaStream_t stream);
+                            const struct fs_filter_ws *filt, int force_second_pass, bool overlap,
+                            cudaStream_t stream);
 
 /* Per-op finalizer over merged records (merge_finalize.cu). */
 cudaError_t fs_launch_finalize(const fs_op_args *a, const fs_record *row_recs,

@@ -249,11 +249,12 @@ extern "C" fs_status fs_cuda_run(fs_context *ctx, const fs_op_args *a)
     }
     /* without the tail, the merge kernel merges, and finalizes sample and
        argmax unless an exchange comes first */
-    const bool merge_finalizes = a->op != FS_OP_VERIFY && !sharded && !filters;
+    const bool merge_finalizes = a->op != FS_OP_VERIFY && !sharded;
     if (e == cudaSuccess && !tail_ran) {
         step = "merge";
         e = fs_launch_merge(a, w.tile_recs, s.tiles_per_row, w.descs, w.pre_status, w.row_recs,
-                            merge_finalizes, ctx->cc_major >= 9, stream);
+                            merge_finalizes, filters ? &w.filt : nullptr,
+                            ctx->filter_force_second_pass, ctx->cc_major >= 9, stream);
     }
     if (e == cudaSuccess && sharded) {
         /* tensor parallel: row_recs of this shard become the whole vocabulary's */
@@ -264,24 +265,22 @@ extern "C" fs_status fs_cuda_run(fs_context *ctx, const fs_op_args *a)
         }
     }
     if (e == cudaSuccess && filters) {
-        /* the kept records of the filtered rows (filter_gpu.cuh) */
-        step = "filter resolve";
-        e = fs_launch_filter_resolve(a, &w.filt, w.descs, w.row_recs,
-                                     ctx->filter_force_second_pass, stream);
-        if (e == cudaSuccess) {
-            fs_fallback_src src = {};
-            if (a->head) {
-                src.weight = a->head->weight;
-                src.hidden = a->hidden;
-                src.D = a->head->hidden_dim;
-                src.wdtype = a->head->dtype;
-            } else {
-                src.logits = a->logits;
-                src.ldtype = a->logits_dtype;
-            }
-            step = "filter second pass";
-            e = fs_launch_filter_fallback(a, &w.filt, &s, &src, w.row_recs, stream);
+        /* the rows the merge could not resolve from their candidates
+           (filter_gpu.cuh): the second pass stores their kept records, or
+           finalizes them when the merge finalizes the others */
+        fs_fallback_src src = {};
+        if (a->head) {
+            src.weight = a->head->weight;
+            src.hidden = a->hidden;
+            src.D = a->head->hidden_dim;
+            src.wdtype = a->head->dtype;
+        } else {
+            src.logits = a->logits;
+            src.ldtype = a->logits_dtype;
         }
+        step = "filter second pass";
+        e = fs_launch_filter_fallback(a, &w.filt, &s, &src, w.row_recs,
+                                      merge_finalizes ? (int)a->op : -1, w.pre_status, stream);
     }
     const bool finalized = tail_ran ? !sharded : merge_finalizes;
     if (e == cudaSuccess && !finalized) {

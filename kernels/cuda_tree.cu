@@ -161,7 +161,7 @@ extern "C" fs_status fs_cuda_tree_run(fs_context *ctx, const fs_tree_args *ta)
     if (e == cudaSuccess) {
         step = "merge";
         e = fs_launch_merge(a, w.tile_recs, s.tiles_per_row, w.descs, w.pre_status, w.row_recs,
-                            0, ctx->cc_major >= 9, stream);
+                            0, nullptr, 0, ctx->cc_major >= 9, stream);
     }
     if (e == cudaSuccess) {
         step = "finalize";

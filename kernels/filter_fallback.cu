@@ -22,6 +22,7 @@
 #include <cuda_fp16.h>
 
 #include "filter_gpu.cuh"
+#include "op_tail.cuh"
 
 namespace cg = cooperative_groups;
 
@@ -49,6 +50,13 @@ struct Smem {
     int rows[GROUP];     /* fb index of each group slot, -1: none */
 };
 
+__device__ __forceinline__ float half_to_float(uint16_t h, fs_dtype dt)
+{
+    if (dt == FS_DTYPE_BF16)
+        return __uint_as_float((uint32_t)h << 16);
+    return __half2float(__ushort_as_half(h));
+}
+
 __device__ __forceinline__ float load_elem(const void *p, int64_t i, fs_dtype dt)
 {
     if (dt == FS_DTYPE_F32)
@@ -65,11 +73,13 @@ __device__ __forceinline__ bool selecting(const fs_fallback_row &r)
     return r.phase == FS_FB_K || r.phase == FS_FB_P;
 }
 
-/* Scores of the tile's tokens v0 .. v0 + TILE for the rows in sm.rows into
- * sm.sc (-inf where masked, out of range or the slot is empty). */
+/* Scores of the tile's tokens v0 .. v0 + TILE for the rows in sm.rows (the
+ * first `active` slots) into sm.sc (-inf where masked, out of range or the
+ * slot is empty).  vec: 16-bit W with D % 8 == 0, 16-byte aligned: W is
+ * staged with 16-byte loads. */
 __device__ void score_tile(Smem &sm, const fs_op_args &a, const fs_scan_args &s,
                            const fs_fallback_src &src, const fs_fallback_row *fb,
-                           const fs_row_desc *descs, int64_t v0)
+                           const fs_row_desc *descs, int64_t v0, int active, bool vec)
 {
     const int tid = threadIdx.x;
     const int tok = tid % TILE, rsub = tid / TILE; /* rows rsub, rsub + 2, ... */
@@ -82,13 +92,32 @@ __device__ void score_tile(Smem &sm, const fs_op_args &a, const fs_scan_args &s,
     if (src.weight) {
         for (int64_t k0 = 0; k0 < src.D; k0 += KC) {
             __syncthreads();
-            for (int i = tid; i < TILE * KC; i += THREADS) {
-                const int t = i / KC, k = i % KC;
-                const int64_t v = v0 + t, kk = k0 + k;
-                sm.u.mm.w[t][k] =
-                    v < V && kk < src.D ? load_elem(src.weight, v * src.D + kk, src.wdtype) : 0.0f;
+            if (vec) {
+                /* 8 elements a load; D % 8 == 0, so a group is in or out whole */
+                for (int i = tid; i < TILE * KC / 8; i += THREADS) {
+                    const int t = i / (KC / 8), k = (i % (KC / 8)) * 8;
+                    const int64_t v = v0 + t, kk = k0 + k;
+                    uint4 q = make_uint4(0u, 0u, 0u, 0u);
+                    if (v < V && kk < src.D)
+                        q = __ldg(reinterpret_cast<const uint4 *>(
+                            static_cast<const uint16_t *>(src.weight) + v * src.D + kk));
+                    const uint32_t wv[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        sm.u.mm.w[t][k + 2 * e] = half_to_float((uint16_t)(wv[e] & 0xffffu), src.wdtype);
+                        sm.u.mm.w[t][k + 2 * e + 1] = half_to_float((uint16_t)(wv[e] >> 16), src.wdtype);
+                    }
+                }
+            } else {
+                for (int i = tid; i < TILE * KC; i += THREADS) {
+                    const int t = i / KC, k = i % KC;
+                    const int64_t v = v0 + t, kk = k0 + k;
+                    sm.u.mm.w[t][k] = v < V && kk < src.D
+                                          ? load_elem(src.weight, v * src.D + kk, src.wdtype)
+                                          : 0.0f;
+                }
             }
-            for (int i = tid; i < GROUP * KC; i += THREADS) {
+            for (int i = tid; i < active * KC; i += THREADS) {
                 const int g = i / KC, k = i % KC;
                 const int64_t kk = k0 + k;
                 const int fi = sm.rows[g];
@@ -102,7 +131,8 @@ __device__ void score_tile(Smem &sm, const fs_op_args &a, const fs_scan_args &s,
                 const float wv = sm.u.mm.w[tok][k];
 #pragma unroll
                 for (int j = 0; j < RPT; ++j)
-                    acc[j] = fmaf(wv, sm.u.mm.h[rsub + 2 * j][k], acc[j]);
+                    if (rsub + 2 * j < active)
+                        acc[j] = fmaf(wv, sm.u.mm.h[rsub + 2 * j][k], acc[j]);
             }
         }
     }
@@ -131,7 +161,7 @@ __device__ void score_tile(Smem &sm, const fs_op_args &a, const fs_scan_args &s,
 
 __global__ void __launch_bounds__(THREADS)
     fs_filter_fallback_kernel(fs_op_args a, fs_filter_ws w, fs_scan_args s, fs_fallback_src src,
-                              fs_record *row_recs)
+                              fs_record *row_recs, int fin_op, const int32_t *pre_status)
 {
     const unsigned int n = *w.flag_n;
     if (n == 0)
@@ -142,6 +172,8 @@ __global__ void __launch_bounds__(THREADS)
     const fs_row_desc *descs = s.descs;
     fs_fallback_row *fb = w.fb;
     const int64_t tiles = (a.vocab_size + TILE - 1) / TILE;
+    const bool vec = src.weight && src.wdtype != FS_DTYPE_F32 && src.D % 8 == 0 &&
+                     (reinterpret_cast<uintptr_t>(src.weight) & 15u) == 0;
 
     /* histogram passes: pass 0 also finds each row's max; at most 3 levels
        of a top-k select and 3 of a top-p select */
@@ -165,7 +197,7 @@ __global__ void __launch_bounds__(THREADS)
             }
             __syncthreads();
             for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-                score_tile(sm, a, s, src, fb, descs, t * TILE);
+                score_tile(sm, a, s, src, fb, descs, t * TILE, n - g0 < GROUP ? n - g0 : GROUP, vec);
                 for (int i = tid; i < GROUP * TILE; i += THREADS) {
                     const int g = i / TILE;
                     const int fi = sm.rows[g];
@@ -261,7 +293,7 @@ __global__ void __launch_bounds__(THREADS)
             cut.log_min_p = fd.log_min_p;
         }
         for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-            score_tile(sm, a, s, src, fb, descs, t * TILE);
+            score_tile(sm, a, s, src, fb, descs, t * TILE, n - g0 < GROUP ? n - g0 : GROUP, vec);
             const int64_t v = t * TILE + nb * FS_NOISE_BLOCK;
             if (fi >= 0 && v < a.vocab_size) {
                 float x[FS_NOISE_BLOCK];
@@ -289,20 +321,40 @@ __global__ void __launch_bounds__(THREADS)
         fs_record_init(&kept);
         for (unsigned int b = 0; b < gridDim.x; ++b)
             fs_record_merge(&kept, &w.fb_recs[(int64_t)fi * gridDim.x + b]);
-        row_recs[fb[fi].row] = kept;
+        const int64_t row = fb[fi].row;
+        if (fin_op >= 0)
+            fs_finalize_row(fin_op, kept, descs[row], pre_status[row], row, a.out_tokens,
+                            a.out_values, a.out_row_status);
+        else
+            row_recs[row] = kept;
     }
 }
 
 } // namespace
 
+/* Every block must be resident at once (grid-wide barriers): as many as
+ * fit, up to 4 an SM -- one block of 256 threads per SM left the
+ * load / barrier / FMA loop latency-bound (H100). */
 int fs_filter_fallback_grid(int sm_count)
 {
-    return sm_count > 0 ? sm_count : 1;
+    static int per_sm = 0;
+    if (per_sm == 0) {
+        int n = 0;
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, fs_filter_fallback_kernel, THREADS,
+                                                          0) != cudaSuccess ||
+            n < 1) {
+            (void)cudaGetLastError();
+            n = 1;
+        }
+        per_sm = n < 4 ? n : 4;
+    }
+    return (sm_count > 0 ? sm_count : 1) * per_sm;
 }
 
 cudaError_t fs_launch_filter_fallback(const fs_op_args *a, const fs_filter_ws *w,
                                       const fs_scan_args *s, const fs_fallback_src *src,
-                                      fs_record *row_recs, cudaStream_t stream)
+                                      fs_record *row_recs, int fin_op,
+                                      const int32_t *pre_status, cudaStream_t stream)
 {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3((unsigned)w->fb_grid);
@@ -314,6 +366,7 @@ cudaError_t fs_launch_filter_fallback(const fs_op_args *a, const fs_filter_ws *w
     attr[0].val.cooperative = 1;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
-    cudaError_t e = cudaLaunchKernelEx(&cfg, fs_filter_fallback_kernel, *a, *w, *s, *src, row_recs);
+    cudaError_t e = cudaLaunchKernelEx(&cfg, fs_filter_fallback_kernel, *a, *w, *s, *src, row_recs,
+                                       fin_op, pre_status);
     return e != cudaSuccess ? e : cudaGetLastError();
 }

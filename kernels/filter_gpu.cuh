@@ -54,18 +54,14 @@ typedef struct fs_fallback_src {
     fs_dtype ldtype;
 } fs_fallback_src;
 
-/* After the merge (row_recs hold the merged records): every active filtered
- * row gets its kept record in row_recs from its candidates, or is handed to
- * the second pass (force: every active row is, for tests). */
-cudaError_t fs_launch_filter_resolve(const fs_op_args *a, const fs_filter_ws *w,
-                                     const fs_row_desc *descs, fs_record *row_recs, int force,
-                                     cudaStream_t stream);
-
-/* The exact second pass over the handed-over rows (one cooperative launch
- * that returns at once when there are none). */
+/* The exact second pass over the rows the merge kernel handed over (one
+ * cooperative launch that returns at once when there are none).  fin_op
+ * FS_OP_SAMPLE: each row is finalized into a's outputs (the merge finalized
+ * the others); -1: its kept record is stored in row_recs. */
 cudaError_t fs_launch_filter_fallback(const fs_op_args *a, const fs_filter_ws *w,
                                       const fs_scan_args *s, const fs_fallback_src *src,
-                                      fs_record *row_recs, cudaStream_t stream);
+                                      fs_record *row_recs, int fin_op,
+                                      const int32_t *pre_status, cudaStream_t stream);
 
 /* Blocks of the second pass that fit on the device at once. */
 int fs_filter_fallback_grid(int sm_count);

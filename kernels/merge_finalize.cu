@@ -5,6 +5,7 @@
  * the separate finalize launch is skipped: at small row counts every launch
  * is a visible share of the call. */
 #include "cuda_common.cuh"
+#include "filter_resolve.cuh"
 #include "op_tail.cuh"
 #include "pdl.cuh"
 
@@ -15,14 +16,19 @@
  * (fs_merge_run), then the block
  * merges the threads' records in a fixed tree: the result, sum_exp's rounding
  * included, is the same on every run.  fin_op: -1 = only store the merged
- * record; FS_OP_SAMPLE / FS_OP_ARGMAX = finalize the row into the outputs. */
+ * record; FS_OP_SAMPLE / FS_OP_ARGMAX = finalize the row into the outputs.
+ * A filtered row (filt.fdescs non-NULL, FS_ROWF_FILTER) is then resolved by
+ * the block (filter_resolve.cuh): its kept record is what gets stored or
+ * finalized, or the row is handed to the second pass, which ends it. */
 __global__ void __launch_bounds__(FS_MERGE_THREADS)
     fs_merge_kernel(const fs_record *__restrict__ tile_recs, int64_t tiles_per_row,
                     const fs_row_desc *__restrict__ descs, fs_record *row_recs, int fin_op,
                     const int32_t *__restrict__ pre_status, int32_t *out_tokens,
-                    float *out_values, int32_t *out_row_status)
+                    float *out_values, int32_t *out_row_status, fs_filter_ws filt,
+                    int32_t *out_fallback, int force_second_pass)
 {
     __shared__ fs_record scratch[32];
+    __shared__ fs_record merged;
     fs_pdl_wait(); /* launched while the scan may still run */
     const int64_t row = blockIdx.x;
     const fs_row_desc d = descs[row];
@@ -32,6 +38,21 @@ __global__ void __launch_bounds__(FS_MERGE_THREADS)
         acc = fs_merge_run(tile_recs + row * tiles_per_row, tiles_per_row, threadIdx.x,
                            FS_MERGE_THREADS);
     acc = fs_record_block_reduce(acc, scratch);
+    if (filt.fdescs && (d.flags & FS_ROWF_FILTER)) {
+        if (threadIdx.x == 0)
+            merged = acc;
+        __syncthreads();
+        const fs_record rec = merged;
+        if (fs_record_status(&rec) == FS_ROW_OK) { /* uniform */
+            const fs_filter_desc fd = filt.fdescs[row];
+            fs_record kept;
+            if (!fsf::fs_filter_resolve_row(row, rec, fd, d, filt.cands, filt.lists_per_row,
+                                            filt.fb, filt.flag_n, out_fallback,
+                                            force_second_pass, &kept))
+                return; /* the second pass ends the row */
+            acc = kept;
+        }
+    }
     if (threadIdx.x != 0)
         return;
     if (fin_op >= 0)
@@ -44,13 +65,19 @@ __global__ void __launch_bounds__(FS_MERGE_THREADS)
 cudaError_t fs_launch_merge(const fs_op_args *a, const fs_record *tile_recs,
                             int64_t tiles_per_row, const fs_row_desc *descs,
                             const int32_t *pre_status, fs_record *row_recs, int finalize,
-                            bool overlap, cudaStream_t stream)
+                            const fs_filter_ws *filt, int force_second_pass, bool overlap,
+                            cudaStream_t stream)
 {
     const int fin_op = finalize && a->op != FS_OP_VERIFY ? (int)a->op : -1;
+    fs_filter_ws f = {};
+    if (filt)
+        f = *filt;
+    int32_t *out_fallback = filt && a->params ? a->params->out_filter_fallback : nullptr;
     fs_pdl_config pc(dim3((unsigned)a->rows), dim3(FS_MERGE_THREADS), 0, stream, overlap);
     cudaError_t e = cudaLaunchKernelEx(&pc.cfg, fs_merge_kernel, tile_recs, tiles_per_row, descs,
                                        row_recs, fin_op, pre_status, a->out_tokens,
-                                       a->out_values, a->out_row_status);
+                                       a->out_values, a->out_row_status, f, out_fallback,
+                                       force_second_pass);
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 

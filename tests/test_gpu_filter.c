@@ -19,7 +19,7 @@
  * others alone, exactly as on the CPU (which also returns
  * FS_ERR_INVALID_ROWS; a CUDA context returns FS_OK, the rows carry it).
  *
- * Law: chi-squared of 10^5 GPU draws from one row under k = 50, p = 0.99,
+ * Law: chi-squared of 10^5 GPU draws from one row under k = 50, p = 0.999,
  * min_p = 0.05 (top-k binding), in the one pass and in the second pass,
  * against the analytic filtered law; power: the same draws against the law
  * with k = 49 must be rejected.  Skipped without a GPU. */
@@ -378,7 +378,7 @@ enum { LAW_V = 3001, LAW_ROWS = 4000, LAW_CALLS = 25 };
  * them, min-p cuts none of them), so k off by one moves a token's
  * probability from ~1/50 to 0. */
 #define LAW_K 50
-#define LAW_P 0.99f
+#define LAW_P 0.999f
 #define LAW_MP 0.05f
 
 /* A row whose top 400 tokens decay gently (0.03 a rank) at random ids, the

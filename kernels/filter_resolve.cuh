@@ -1,23 +1,29 @@
-/* The filters' one-pass decision on the GPU: per filtered row, the exact
+/* The filters' one-pass decision on the GPU, run by the merge kernel's block
+ * of a filtered row (merge_finalize.cu) once the row's record is merged:
+ * the exact
  * prefix of its sorted scores from the scan's candidate lists
  * (filter_cands.cuh), its best FS_FILTER_CANDIDATES as an fs_filter_record,
  * then the shared fs_filter_resolve / fs_filter_kept_record
- * (filter_finalize.h) -- the same decisions as the CPU backend -- write the
- * kept record into row_recs, or hand the row to the second pass
- * (filter_fallback.cu).
+ * (filter_finalize.h) -- the same decisions as the CPU backend -- give the
+ * kept record, or the row is handed to the second pass (filter_fallback.cu).
  *
- * One block per row.  The lists hold ~4 x (lists per row) entries; the ones
+ * The lists hold ~4 x (lists per row) entries; the ones
  * above D = max(drop) are the exact prefix.  Its best 64 by (score desc, id
  * asc) come from a radix select over 64-bit keys (score key, then the id
  * reversed: keys are distinct, so exactly 64 reach the selected key), 8
  * digits of 8 bits, reading the lists from L2 each round: a few microseconds
  * for the ~4000 entries of a 151936-token row, where sorting them would
- * take tens. */
+ * take tens.  The kept record is built by one thread per kept noise block
+ * and reduced: pushed one block after another by a single thread it cost
+ * ~150 us a row at k = 50 (H100). */
+#ifndef FS_FILTER_RESOLVE_CUH
+#define FS_FILTER_RESOLVE_CUH
+
 #include "filter_gpu.cuh"
 
-namespace {
+namespace fsf {
 
-constexpr int THREADS = 256;
+constexpr int THREADS = 256; /* the merge kernel's block */
 constexpr int WARPS = THREADS / 32;
 
 __device__ __forceinline__ unsigned long long entry_key(float s, int32_t id)
@@ -36,12 +42,53 @@ __device__ __forceinline__ bool entry(const fs_cand_list *L, int64_t k, float D,
     return *id >= 0 && *s > D;
 }
 
-__global__ void __launch_bounds__(THREADS)
-    fs_filter_resolve_kernel(const fs_cand_list *__restrict__ cands, int64_t lists_per_row,
-                             const fs_filter_desc *__restrict__ fdescs,
-                             const fs_row_desc *__restrict__ descs, fs_record *row_recs,
-                             fs_fallback_row *fb, unsigned int *flag_n, int32_t *out_fallback,
-                             int force)
+/* The kept record of candidates f under cut: a thread per kept noise block
+ * (the first kept candidate of each block leads it), the blocks' records
+ * merged over the first two warps into the return value of thread 0.  The
+ * same blocks, noise and tokens as fs_filter_kept_record; sum_exp carries
+ * the merge's rounding.  Every thread of the block calls it. */
+__device__ __forceinline__ fs_record kept_record(const fs_filter_record &f, const fs_filter_cut &cut,
+                                                 const fs_row_desc &d, fs_record *red)
+{
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    fs_record rec;
+    fs_record_init(&rec);
+    if (tid < f.n && fs_filter_keeps(&cut, f.s[tid])) {
+        const int32_t blk = f.id[tid] / FS_NOISE_BLOCK;
+        bool lead = true;
+        for (int j = 0; j < tid; ++j)
+            lead &= !(f.id[j] / FS_NOISE_BLOCK == blk && fs_filter_keeps(&cut, f.s[j]));
+        if (lead) {
+            float v[FS_NOISE_BLOCK];
+            for (int i = 0; i < FS_NOISE_BLOCK; ++i)
+                v[i] = -INFINITY;
+            for (int j = 0; j < f.n; ++j)
+                if (f.id[j] / FS_NOISE_BLOCK == blk && fs_filter_keeps(&cut, f.s[j]))
+                    v[f.id[j] % FS_NOISE_BLOCK] = f.s[j];
+            fs_record_push_block(&rec, &d, blk * FS_NOISE_BLOCK, FS_NOISE_BLOCK, v);
+        }
+    }
+    if (warp < 2) {
+        fs_record_warp_reduce(&rec);
+        if (lane == 0)
+            red[warp] = rec;
+    }
+    __syncthreads();
+    if (tid == 0)
+        fs_record_merge(&rec, &red[1]);
+    return rec;
+}
+
+/* Resolve filtered row `row` whose merged record is rec (every thread passes
+ * it): returns 1 to every thread when the one pass decided it, with the
+ * kept record in *kept (thread 0); 0 when the row was handed to the second
+ * pass (fb, flag_n, out_fallback updated).  Every thread of the block calls
+ * it; rows that do not filter must not. */
+__device__ int fs_filter_resolve_row(int64_t row, const fs_record &rec, const fs_filter_desc &fd,
+                                     const fs_row_desc &d, const fs_cand_list *__restrict__ cands,
+                                     int64_t lists_per_row, fs_fallback_row *fb,
+                                     unsigned int *flag_n, int32_t *out_fallback, int force,
+                                     fs_record *kept)
 {
     __shared__ float red_f[WARPS];
     __shared__ int red_i[WARPS];
@@ -52,14 +99,10 @@ __global__ void __launch_bounds__(THREADS)
     __shared__ float g_s[FS_FILTER_CANDIDATES];
     __shared__ int32_t g_id[FS_FILTER_CANDIDATES];
     __shared__ fs_filter_record f;
+    __shared__ fs_filter_cut sh_cut;
+    __shared__ int sh_one;
+    __shared__ fs_record red[2];
 
-    const int64_t row = blockIdx.x;
-    const fs_filter_desc fd = fdescs[row];
-    if (!fd.active)
-        return;
-    const fs_record rec = row_recs[row];
-    if (fs_record_status(&rec) != FS_ROW_OK)
-        return; /* the finalizer reports the row; nothing to filter */
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const fs_cand_list *L = cands + row * lists_per_row;
     const int64_t E = lists_per_row * FS_CAND_LIST;
@@ -180,19 +223,23 @@ __global__ void __launch_bounds__(THREADS)
         f.s[rank] = g_s[tid];
         f.id[rank] = g_id[tid];
     }
+    if (tid == 0) {
+        f.count = count;
+        f.n = N;
+        fs_filter_cut cut;
+        sh_one = !force && fs_filter_resolve(&rec, &f, &fd, &cut) == FS_FILTER_ONE_PASS;
+        sh_cut = cut;
+    }
+    __syncthreads();
+    if (sh_one) {
+        const fs_filter_cut cut = sh_cut;
+        *kept = kept_record(f, cut, d, red);
+        __syncthreads(); /* the shared state is reused by the block's next row */
+        return 1;
+    }
     __syncthreads();
     if (tid != 0)
-        return;
-    f.count = count;
-    f.n = N;
-    const fs_row_desc d = descs[row];
-    fs_filter_cut cut;
-    if (!force && fs_filter_resolve(&rec, &f, &fd, &cut) == FS_FILTER_ONE_PASS) {
-        fs_record kept;
-        fs_filter_kept_record(&f, &cut, &d, &kept);
-        row_recs[row] = kept;
-        return;
-    }
+        return 0;
     const unsigned int at = atomicAdd(flag_n, 1u);
     fs_fallback_row r;
     r.row = (int32_t)row;
@@ -215,16 +262,9 @@ __global__ void __launch_bounds__(THREADS)
     fb[at] = r;
     if (out_fallback)
         atomicAdd(&out_fallback[d.request], 1);
+    return 0;
 }
 
-} // namespace
+} // namespace fsf
 
-cudaError_t fs_launch_filter_resolve(const fs_op_args *a, const fs_filter_ws *w,
-                                     const fs_row_desc *descs, fs_record *row_recs, int force,
-                                     cudaStream_t stream)
-{
-    fs_filter_resolve_kernel<<<(unsigned)a->rows, THREADS, 0, stream>>>(
-        w->cands, w->lists_per_row, w->fdescs, descs, row_recs, w->fb, w->flag_n,
-        a->params->out_filter_fallback, force);
-    return cudaGetLastError();
-}
+#endif
