@@ -17,6 +17,8 @@
 #   FS_CTEST_REGEX  run only the tests whose names match (ctest -R; default: all)
 #   FS_SAN_TESTS    GPU tests run under the sanitizers (default: every test_gpu_*
 #                   except test_gpu_tp, all with FS_GPU_TEST_SMALL=1: smaller shapes)
+#   FS_SAN_TOOLS    sanitizer tools (default "memcheck racecheck initcheck")
+#   FS_SAN_LARGE    0 skips the agreement test's 200-row sanitizer steps (default 1)
 #   FS_DEPS_DIR     folder of .deb files (default .deps) unpacked into a private
 #                   prefix when cmocka or GSL headers are missing on the machine
 #                   (the GPU machine cannot download; fetch them beforehand with
@@ -139,9 +141,11 @@ fi
 if [ -n "${FS_SAN_TESTS:-}" ]; then
   read -r -a san_tests <<<"$FS_SAN_TESTS"
 else
-  san_tests=(test_gpu_bad_input test_gpu_graph test_gpu_agree test_gpu_stat test_gpu_realistic)
+  san_tests=(test_gpu_bad_input test_gpu_graph test_gpu_agree test_gpu_stat test_gpu_realistic
+    test_gpu_filter test_gpu_tree)
 fi
-for tool in memcheck racecheck initcheck; do
+read -r -a san_tools <<<"${FS_SAN_TOOLS:-memcheck racecheck initcheck}"
+for tool in "${san_tools[@]}"; do
   for t in "${san_tests[@]}"; do
     step="$tool:$t"
     if [ "$SANITIZE" = 0 ]; then
@@ -174,8 +178,8 @@ for run in "memcheck 128" "racecheck 128" "memcheck 192" "racecheck 192"; do
     step="$step,rb192"
     renv=(FLASHSPEC_HOPPER_ROW_BLOCK=192)
   fi
-  if [ "$SANITIZE" = 0 ]; then
-    skip_step "$step" "FS_SANITIZE=0"
+  if [ "$SANITIZE" = 0 ] || [ "${FS_SAN_LARGE:-1}" = 0 ]; then
+    skip_step "$step" "FS_SANITIZE=0 or FS_SAN_LARGE=0"
   elif [ $built = 0 ] || [ -z "$SAN" ] || [ ! -x "$BUILD/tests/test_gpu_agree" ]; then
     skip_step "$step" "no build or no compute-sanitizer"
   else
