@@ -196,20 +196,25 @@ typedef struct fs_sampling {
  * Parameters outside their ranges fail the request with FS_ROW_BAD_FILTER
  * (whatever its temperature).
  *
- * Cost: each (row, tile) record keeps the row's top 64 scores, which settle
- * in the one pass the rows whose kept set lies among them: any top_k <= 64,
- * a nucleus or min-p band of up to 64 tokens (exceptions: ties at the edge
- * that continue past the 64th score; top-p with a top_k above 64 when the
- * top-k mass beyond the 64 decides).  Other rows take an exact second pass
- * over the vocabulary (radix select of the threshold, then the draw; nothing
- * is materialised); out_filter_fallback, when given, gets
- * per request the number of its rows that did (sample: 0 or 1; verify:
- * 0 .. n_r + 1; 0 for bad, greedy and unfiltered rows), without any host
- * synchronisation.  docs/DESIGN.md ("Sampling filters") has the algorithm.
+ * Cost: the scan keeps, per row, its best 64 scores (CPU; on CUDA an exact
+ * prefix of the row's sorted scores from short per-thread candidate lists,
+ * typically a few hundred tokens, of which the best 64 are used), which
+ * settle in the one pass the rows whose kept set lies among them: any
+ * top_k <= 64, a nucleus or min-p band of up to 64 tokens (exceptions: ties
+ * at the edge that continue past the 64th score; top-p with a top_k above 64
+ * when the top-k mass beyond the 64 decides; on CUDA, a row whose exact
+ * prefix is shorter than the kept set).  Other rows take an exact second
+ * pass over the vocabulary (radix select of the threshold, then the draw;
+ * nothing is materialised; on CUDA it recomputes those rows' logits and is
+ * slow -- milliseconds a pass -- so flat rows with a wide nucleus or min-p
+ * band are expensive); out_filter_fallback, when given, gets per request the
+ * number of its rows that did (sample: 0 or 1; verify: 0 .. n_r + 1; 0 for
+ * bad, greedy and unfiltered rows), without any host synchronisation.
+ * docs/DESIGN.md ("Sampling filters") has the algorithm and the measured
+ * costs.
  *
- * The CUDA backend does not implement the filters yet: a CUDA context given
- * any of top_k, top_p, min_p or out_filter_fallback fails the call with
- * FS_ERR_UNSUPPORTED before any work. */
+ * CPU and CUDA contexts.  A tensor-parallel CUDA context (several GPUs)
+ * does not support the filters yet: FS_ERR_UNSUPPORTED before any work. */
 
 /* ---- sample: one token per row, exactly from softmax((l + b) / T) ------ */
 
