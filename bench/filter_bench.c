@@ -28,6 +28,7 @@
 #include "baselines.h"
 #include "filter_inputs.h"
 #include "flashspec.h"
+#include "bench_util.h"
 #include "timing.h"
 
 enum { M_CUBLAS, M_SAMPLE, M_K, M_P, M_MINP, M_ALL, M_GUMBEL, M_LOGITS_ALL, M_VERIFY,
@@ -75,6 +76,13 @@ static fs_sampling params(const bench *b, int method)
         p.out_filter_fallback = b->fallback;
     }
     return p;
+}
+
+static void select_method(void *arg, int m)
+{
+    bench *b = arg;
+    b->method = m;
+    snprintf(bench_activity, sizeof bench_activity, "%s", NAMES[m]);
 }
 
 static int run(void *arg)
@@ -133,45 +141,15 @@ static double fallback_share(bench *b, int method)
     return (double)sum / (double)(method >= M_VERIFY ? b->vrows : b->rows);
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static void *dmalloc(size_t n)
-{
-    void *p = NULL;
-    CUDA_CHECK(cudaMalloc(&p, n ? n : 1));
-    return p;
-}
-
-static void *dup_host(const void *h, size_t n)
-{
-    void *d = dmalloc(n);
-    CUDA_CHECK(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice));
-    return d;
-}
-
-static void parse_list(const char *s, int64_t *out, int *n, int max)
-{
-    *n = 0;
-    while (*s && *n < max) {
-        out[(*n)++] = strtoll(s, (char **)&s, 10);
-        if (*s == ',' || *s == 'x')
-            ++s;
-    }
-}
-
 int main(int argc, char **argv)
 {
     int64_t rows_list[16] = {1, 4, 16, 64}, shapes[8] = {151936, 4096, 128256, 8192};
     int nrows = 4, nshape = 4, rounds = 5, reps = 10;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--rows"))
-            parse_list(argv[i + 1], rows_list, &nrows, 16);
+            bu_parse_list(argv[i + 1], rows_list, &nrows, 16);
         else if (!strcmp(argv[i], "--shapes"))
-            parse_list(argv[i + 1], shapes, &nshape, 8);
+            bu_parse_list(argv[i + 1], shapes, &nshape, 8);
         else if (!strcmp(argv[i], "--rounds"))
             rounds = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--reps"))
@@ -218,19 +196,19 @@ int main(int argc, char **argv)
         koff[i] = 0;
         seed[i] = 1234567u + (uint64_t)i * 7919u;
     }
-    b.temp = dup_host(temp, sizeof(float) * (size_t)max_rows);
-    b.p_on = dup_host(pon, sizeof(float) * (size_t)max_rows);
-    b.p_off = dup_host(poff, sizeof(float) * (size_t)max_rows);
-    b.mp_on = dup_host(mpon, sizeof(float) * (size_t)max_rows);
-    b.mp_off = dup_host(mpoff, sizeof(float) * (size_t)max_rows);
-    b.k_on = dup_host(kon, sizeof(int32_t) * (size_t)max_rows);
-    b.k_off = dup_host(koff, sizeof(int32_t) * (size_t)max_rows);
-    b.seed = dup_host(seed, sizeof(uint64_t) * (size_t)max_rows);
-    b.tok = dmalloc(sizeof(int32_t) * (size_t)max_rows * (DRAFTS + 1));
-    b.val = dmalloc(sizeof(float) * (size_t)max_rows * (DRAFTS + 1));
-    b.st = dmalloc(sizeof(int32_t) * (size_t)max_rows);
-    b.nem = dmalloc(sizeof(int32_t) * (size_t)max_rows);
-    b.fallback = dmalloc(sizeof(int32_t) * (size_t)max_rows);
+    b.temp = bu_dup(temp, sizeof(float) * (size_t)max_rows);
+    b.p_on = bu_dup(pon, sizeof(float) * (size_t)max_rows);
+    b.p_off = bu_dup(poff, sizeof(float) * (size_t)max_rows);
+    b.mp_on = bu_dup(mpon, sizeof(float) * (size_t)max_rows);
+    b.mp_off = bu_dup(mpoff, sizeof(float) * (size_t)max_rows);
+    b.k_on = bu_dup(kon, sizeof(int32_t) * (size_t)max_rows);
+    b.k_off = bu_dup(koff, sizeof(int32_t) * (size_t)max_rows);
+    b.seed = bu_dup(seed, sizeof(uint64_t) * (size_t)max_rows);
+    b.tok = bu_dmalloc(sizeof(int32_t) * (size_t)max_rows * (DRAFTS + 1));
+    b.val = bu_dmalloc(sizeof(float) * (size_t)max_rows * (DRAFTS + 1));
+    b.st = bu_dmalloc(sizeof(int32_t) * (size_t)max_rows);
+    b.nem = bu_dmalloc(sizeof(int32_t) * (size_t)max_rows);
+    b.fallback = bu_dmalloc(sizeof(int32_t) * (size_t)max_rows);
 
     printf("%-16s %-6s %5s  %-18s %9s %17s %9s %9s %9s\n", "shape", "logits", "rows", "method",
            "median", "p10-p90", "/fused", "/cublas", "2nd pass");
@@ -240,18 +218,18 @@ int main(int argc, char **argv)
         const double floor_ms = (double)b.V * (double)b.D * 2.0 / (bw * 1e9) * 1e3;
         printf("# %lldx%lld: W %.2f GB, HBM floor %.3f ms\n", (long long)b.V, (long long)b.D,
                (double)b.V * (double)b.D * 2e-9, floor_ms);
-        b.w = dmalloc((size_t)(b.V * b.D) * 2);
-        b.h = dmalloc((size_t)(max_rows * b.D) * 2);
+        b.w = bu_dmalloc((size_t)(b.V * b.D) * 2);
+        b.h = bu_dmalloc((size_t)(max_rows * b.D) * 2);
         b.hv = b.h;
-        b.logits = dmalloc((size_t)(max_rows * b.V) * 2);
-        b.bl_ws = dmalloc(bl_workspace_bytes(max_rows, b.V));
+        b.logits = bu_dmalloc((size_t)(max_rows * b.V) * 2);
+        b.bl_ws = bu_dmalloc(bl_workspace_bytes(max_rows, b.V));
         CUDA_CHECK(cudaMemset(b.bl_ws, 0, bl_workspace_bytes(max_rows, b.V)));
         size_t wsb = 0, vwsb = 0;
         fs_sample_workspace_size(b.ctx, max_rows, b.V, &wsb);
         fs_verify_workspace_size(b.ctx, max_rows / (DRAFTS + 1), max_rows / (DRAFTS + 1) * DRAFTS,
                                  b.V, &vwsb);
         b.ws_bytes = wsb > vwsb ? wsb : vwsb;
-        b.ws = dmalloc(b.ws_bytes);
+        b.ws = bu_dmalloc(b.ws_bytes);
         for (int peaked = 1; peaked >= 0; --peaked) {
             CUDA_CHECK(fb_fill_head(b.w, b.h, b.V, b.D, max_rows, peaked, 42, b.stream));
             CUDA_CHECK(cudaStreamSynchronize(b.stream));
@@ -267,38 +245,25 @@ int main(int argc, char **argv)
                     dr[i] = (int32_t)((i * 2654435761u) % (uint64_t)b.V);
                 for (int64_t r = 0; r <= b.requests; ++r)
                     of[r] = (int32_t)(r * DRAFTS);
-                b.drafts = dup_host(dr, sizeof(int32_t) * (size_t)(b.requests * DRAFTS));
-                b.offsets = dup_host(of, sizeof(int32_t) * (size_t)(b.requests + 1));
+                b.drafts = bu_dup(dr, sizeof(int32_t) * (size_t)(b.requests * DRAFTS));
+                b.offsets = bu_dup(of, sizeof(int32_t) * (size_t)(b.requests + 1));
                 free(dr);
                 free(of);
                 if (bl_gemm_create(&b.gemm, b.V, b.D, b.rows, b.w, b.h, b.logits, 0, b.stream)) {
                     fprintf(stderr, "gemm: %s\n", bl_gemm_last_error());
                     return 1;
                 }
-                static double samples[M_COUNT][MAX_SAMPLES];
-                double buf[MAX_SAMPLES];
-                int ns = 0;
-                for (int round = 0; round < rounds; ++round) {
-                    for (int m = 0; m < M_COUNT; ++m) {
-                        b.method = m;
-                        snprintf(bench_activity, sizeof bench_activity, "%s", NAMES[m]);
-                        if (bench_time(&t, run, &b, round == 0 ? 3 : 1, reps, buf))
-                            return 1;
-                        memcpy(&samples[m][ns], buf, sizeof(double) * (size_t)reps);
-                    }
-                    ns += reps;
-                }
+                static double samples[M_COUNT * MAX_SAMPLES];
                 double med[M_COUNT];
-                for (int m = 0; m < M_COUNT; ++m) {
-                    qsort(samples[m], (size_t)ns, sizeof(double), cmp_d);
-                    med[m] = bench_quantile(samples[m], ns, 0.5);
-                }
+                const int ns = rounds * reps;
+                if (bu_time_rounds(&t, M_COUNT, select_method, run, &b, rounds, reps,
+                                   samples, med))
+                    return 1;
                 for (int m = 0; m < M_COUNT; ++m) {
                     const double base = m >= M_VERIFY ? med[M_VERIFY] : med[M_SAMPLE];
                     const double fb = fallback_share(&b, m);
                     char spread[32], fbs[16];
-                    snprintf(spread, sizeof spread, "%.3f-%.3f", bench_quantile(samples[m], ns, 0.1),
-                             bench_quantile(samples[m], ns, 0.9));
+                    bu_spread(samples + (size_t)m * ns, ns, spread, sizeof spread);
                     if (fb >= 0)
                         snprintf(fbs, sizeof fbs, "%.0f%%", 100.0 * fb);
                     else

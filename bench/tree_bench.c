@@ -26,6 +26,7 @@
 #include "baselines.h"
 #include "filter_inputs.h"
 #include "flashspec.h"
+#include "bench_util.h"
 #include "timing.h"
 
 enum { M_CUBLAS, M_TREE, M_TREE_LOGITS, M_SOFTMAX, M_COUNT, MAX_SAMPLES = 512 };
@@ -47,6 +48,13 @@ typedef struct bench {
     float *lp;
     int method;
 } bench;
+
+static void select_method(void *arg, int m)
+{
+    bench *b = arg;
+    b->method = m;
+    snprintf(bench_activity, sizeof bench_activity, "%s", NAMES[m]);
+}
 
 static int run(void *arg)
 {
@@ -80,36 +88,6 @@ static int run(void *arg)
     return s != FS_OK;
 }
 
-static void *dmalloc(size_t n)
-{
-    void *p = NULL;
-    CUDA_CHECK(cudaMalloc(&p, n ? n : 1));
-    return p;
-}
-
-static void *dup_host(const void *h, size_t n)
-{
-    void *d = dmalloc(n);
-    CUDA_CHECK(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice));
-    return d;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static void parse_list(const char *s, int64_t *out, int *n, int max)
-{
-    *n = 0;
-    while (*s && *n < max) {
-        out[(*n)++] = strtoll(s, (char **)&s, 10);
-        if (*s == ',' || *s == 'x')
-            ++s;
-    }
-}
-
 /* The tree of `nodes` nodes (see above) for each of `requests` requests. */
 static void make_tree(bench *b, int64_t V)
 {
@@ -134,9 +112,9 @@ static void make_tree(bench *b, int64_t V)
     b->tree.num_nodes = N;
     b->tree.max_depth = max_depth;
     b->tree.max_children = 4;
-    b->tree.tokens = dup_host(tok, sizeof(int32_t) * (size_t)N);
-    b->tree.parents = dup_host(par, sizeof(int32_t) * (size_t)N);
-    b->tree.node_offsets = dup_host(off, sizeof(int32_t) * (size_t)(R + 1));
+    b->tree.tokens = bu_dup(tok, sizeof(int32_t) * (size_t)N);
+    b->tree.parents = bu_dup(par, sizeof(int32_t) * (size_t)N);
+    b->tree.node_offsets = bu_dup(off, sizeof(int32_t) * (size_t)(R + 1));
     free(tok);
     free(par);
     free(off);
@@ -149,11 +127,11 @@ int main(int argc, char **argv)
     int nreq = 4, nnode = 4, nshape = 4, rounds = 3, reps = 10;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--requests"))
-            parse_list(argv[i + 1], reqs, &nreq, 16);
+            bu_parse_list(argv[i + 1], reqs, &nreq, 16);
         else if (!strcmp(argv[i], "--nodes"))
-            parse_list(argv[i + 1], nodes, &nnode, 16);
+            bu_parse_list(argv[i + 1], nodes, &nnode, 16);
         else if (!strcmp(argv[i], "--shapes"))
-            parse_list(argv[i + 1], shapes, &nshape, 8);
+            bu_parse_list(argv[i + 1], shapes, &nshape, 8);
         else if (!strcmp(argv[i], "--rounds"))
             rounds = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--reps"))
@@ -193,15 +171,15 @@ int main(int argc, char **argv)
         temp[i] = 1.0f;
         seed[i] = 99u + (uint64_t)i * 7919u;
     }
-    b.temp = dup_host(temp, sizeof(float) * (size_t)max_rows);
-    b.seed = dup_host(seed, sizeof(uint64_t) * (size_t)max_rows);
+    b.temp = bu_dup(temp, sizeof(float) * (size_t)max_rows);
+    b.seed = bu_dup(seed, sizeof(uint64_t) * (size_t)max_rows);
     free(temp);
     free(seed);
-    b.tok = dmalloc(sizeof(int32_t) * (size_t)max_rows);
-    b.path = dmalloc(sizeof(int32_t) * (size_t)max_rows);
-    b.lp = dmalloc(sizeof(float) * (size_t)max_rows);
-    b.nem = dmalloc(sizeof(int32_t) * (size_t)max_req);
-    b.st = dmalloc(sizeof(int32_t) * (size_t)max_req);
+    b.tok = bu_dmalloc(sizeof(int32_t) * (size_t)max_rows);
+    b.path = bu_dmalloc(sizeof(int32_t) * (size_t)max_rows);
+    b.lp = bu_dmalloc(sizeof(float) * (size_t)max_rows);
+    b.nem = bu_dmalloc(sizeof(int32_t) * (size_t)max_req);
+    b.st = bu_dmalloc(sizeof(int32_t) * (size_t)max_req);
     printf("# tree_bench: rounds %d x reps %d per method, L2 flushed, medians (ms)\n", rounds,
            reps);
     printf("%-16s %5s %5s %5s  %-15s %9s %17s %9s\n", "shape", "reqs", "nodes", "rows", "method",
@@ -209,11 +187,11 @@ int main(int argc, char **argv)
     for (int si = 0; si + 1 < nshape; si += 2) {
         b.V = shapes[si];
         b.D = shapes[si + 1];
-        b.w = dmalloc((size_t)(b.V * b.D) * 2);
-        b.h = dmalloc((size_t)(max_rows * b.D) * 2);
-        b.logits = dmalloc((size_t)(max_rows * b.V) * 2);
-        b.probs = dmalloc((size_t)(max_rows * b.V) * 4);
-        b.bl_ws = dmalloc(bl_workspace_bytes(max_rows, b.V));
+        b.w = bu_dmalloc((size_t)(b.V * b.D) * 2);
+        b.h = bu_dmalloc((size_t)(max_rows * b.D) * 2);
+        b.logits = bu_dmalloc((size_t)(max_rows * b.V) * 2);
+        b.probs = bu_dmalloc((size_t)(max_rows * b.V) * 4);
+        b.bl_ws = bu_dmalloc(bl_workspace_bytes(max_rows, b.V));
         CUDA_CHECK(cudaMemset(b.bl_ws, 0, bl_workspace_bytes(max_rows, b.V)));
         CUDA_CHECK(fb_fill_head(b.w, b.h, b.V, b.D, max_rows, 1, 7, b.stream));
         CUDA_CHECK(cudaStreamSynchronize(b.stream));
@@ -230,33 +208,20 @@ int main(int argc, char **argv)
                     return 1;
                 }
                 b.ws_bytes = wsb;
-                b.ws = dmalloc(wsb);
+                b.ws = bu_dmalloc(wsb);
                 if (bl_gemm_create(&b.gemm, b.V, b.D, b.rows, b.w, b.h, b.logits, 0, b.stream)) {
                     fprintf(stderr, "gemm: %s\n", bl_gemm_last_error());
                     return 1;
                 }
-                static double samples[M_COUNT][MAX_SAMPLES];
-                double buf[MAX_SAMPLES];
-                int ns = 0;
-                for (int round = 0; round < rounds; ++round) {
-                    for (int m = 0; m < M_COUNT; ++m) {
-                        b.method = m;
-                        snprintf(bench_activity, sizeof bench_activity, "%s", NAMES[m]);
-                        if (bench_time(&t, run, &b, round == 0 ? 2 : 1, reps, buf))
-                            return 1;
-                        memcpy(&samples[m][ns], buf, sizeof(double) * (size_t)reps);
-                    }
-                    ns += reps;
-                }
+                static double samples[M_COUNT * MAX_SAMPLES];
                 double med[M_COUNT];
-                for (int m = 0; m < M_COUNT; ++m) {
-                    qsort(samples[m], (size_t)ns, sizeof(double), cmp_d);
-                    med[m] = bench_quantile(samples[m], ns, 0.5);
-                }
+                const int ns = rounds * reps;
+                if (bu_time_rounds(&t, M_COUNT, select_method, run, &b, rounds, reps,
+                                   samples, med))
+                    return 1;
                 for (int m = 0; m < M_COUNT; ++m) {
                     char spread[32];
-                    snprintf(spread, sizeof spread, "%.3f-%.3f", bench_quantile(samples[m], ns, 0.1),
-                             bench_quantile(samples[m], ns, 0.9));
+                    bu_spread(samples + (size_t)m * ns, ns, spread, sizeof spread);
                     printf("%7lldx%-8lld %5lld %5lld %5lld  %-15s %9.4f %17s %9.3f\n",
                            (long long)b.V, (long long)b.D, (long long)b.requests,
                            (long long)b.nodes, (long long)b.rows, NAMES[m], med[m], spread,

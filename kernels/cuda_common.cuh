@@ -9,6 +9,7 @@
 #ifndef FS_CUDA_COMMON_CUH
 #define FS_CUDA_COMMON_CUH
 
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 
@@ -72,6 +73,22 @@ typedef struct fs_tail_args {
 /* ---- device helpers ---------------------------------------------------- */
 
 #ifdef __CUDACC__
+
+/* A 16-bit float's bits (bf16 or fp16) as float. */
+static __device__ __forceinline__ float fs_half_bits_to_float(uint16_t h, fs_dtype dt)
+{
+    if (dt == FS_DTYPE_BF16)
+        return __uint_as_float((uint32_t)h << 16);
+    return __half2float(__ushort_as_half(h));
+}
+
+/* Element i of a read-only fp32 / fp16 / bf16 array, as float. */
+static __device__ __forceinline__ float fs_load_elem(const void *base, int64_t i, fs_dtype dt)
+{
+    if (dt == FS_DTYPE_F32)
+        return __ldg(static_cast<const float *>(base) + i);
+    return fs_half_bits_to_float(__ldg(static_cast<const unsigned short *>(base) + i), dt);
+}
 
 /* Push the tokens t0 .. t0+cnt-1 (global ids, 1 <= cnt <= FS_NOISE_BLOCK, all
  * in noise block t0 / FS_NOISE_BLOCK) of `row` with logits l[0..cnt) into
@@ -252,6 +269,20 @@ cudaError_t fs_launch_prep(const fs_op_args *a, fs_row_desc *descs, int32_t *pre
 cudaError_t fs_launch_scan_mma(const fs_op_args *a, const fs_scan_args *s, cudaStream_t stream);
 cudaError_t fs_scan_mma_configure(void); /* raise the dynamic smem limits (current device) */
 cudaError_t fs_launch_scan_simt(const fs_op_args *a, const fs_scan_args *s, cudaStream_t stream);
+
+/* The fused scan of an op (cuda_ops.cu): the Hopper scans (TMA + wgmma)
+ * where the device, dtype, D and alignment allow, the generic tensor-core
+ * scan otherwise, or when the library was built without sm_90a code (the
+ * context then stops trying); fp32 heads the SIMT scan.  Ops whose rows
+ * need the per-block epilogue (s->cands or s->tree_rows set) take the
+ * Hopper tile kernel up to its 160 rows, the generic scan beyond.  Sets
+ * s->tiles_per_row (records per row); *tile_kernel: the Hopper tile kernel
+ * ran; the Hopper scans end the op themselves when `tail` allows, and
+ * *tail_ran says whether this one did. */
+struct fs_context;
+cudaError_t fs_launch_fused_scan(fs_context *ctx, const fs_op_args *a, fs_scan_args *s,
+                                 const fs_tail_args *tail, bool *tail_ran, bool *tile_kernel,
+                                 cudaStream_t stream);
 
 /* Scan over materialised logits (scan_logits.cu): tokens per record. */
 int64_t fs_logits_chunk(int64_t rows, int64_t vocab, int sm_count);

@@ -125,38 +125,40 @@ const char *op_name(fs_op op)
     return op == FS_OP_SAMPLE ? "sample" : op == FS_OP_ARGMAX ? "draft argmax" : "verify";
 }
 
-/* The Hopper scan (TMA + wgmma) where the device, dtype, D and alignment
- * allow; the generic tensor-core scan otherwise, or when the library was built
- * without sm_90a code (the context then stops trying).  The Hopper scans end
- * the op themselves (tail); *tail_ran says whether this one did. */
-cudaError_t launch_fused_scan(fs_context *ctx, const fs_op_args *a, fs_scan_args *s,
-                              const fs_tail_args *tail, bool *tail_ran, fs_filter_ws *filt,
-                              cudaStream_t stream)
+} // namespace
+
+cudaError_t fs_launch_fused_scan(fs_context *ctx, const fs_op_args *a, fs_scan_args *s,
+                                 const fs_tail_args *tail, bool *tail_ran, bool *tile_kernel,
+                                 cudaStream_t stream)
 {
     const fs_lm_head *h = a->head;
     *tail_ran = false;
+    *tile_kernel = false;
+    s->tiles_per_row = (a->vocab_size + FS_FUSED_TILE_V - 1) / FS_FUSED_TILE_V;
     if (h->dtype == FS_DTYPE_F32)
         return fs_launch_scan_simt(a, s, stream);
-    /* candidate lists come from the per-block epilogues: the Hopper tile
-       kernel's (up to its 160 rows) or the generic scan's, not the rows
-       kernel's register epilogue */
-    const bool filters = s->cands != nullptr;
+    /* candidate lists and tree rows come from the per-block epilogues: the
+       Hopper tile kernel's (up to its 160 rows) or the generic scan's, not
+       the rows kernel's register epilogue */
+    const bool block_epi = s->cands != nullptr || s->tree_rows != nullptr;
     if (ctx->hopper && fs_hopper_supported(h->hidden_dim, 1) &&
         fs_hopper_aligned(h->weight, a->hidden) &&
-        !(filters && a->rows > FS_HOPPER_TILE_MAX_ROWS)) {
+        !(block_epi && a->rows > FS_HOPPER_TILE_MAX_ROWS)) {
         fs_hopper_opts o = {};
         o.rows_min = ctx->hopper_rows_min;
         o.no_multicast = ctx->hopper_no_multicast;
         o.row_block = ctx->hopper_row_block;
         o.argmax_only = a->op == FS_OP_ARGMAX;
-        if (filters) {
+        if (block_epi) {
             o.kernel = FS_HOPPER_TILE;
             o.cands = s->cands;
+            o.tree_rows = s->tree_rows;
+            o.tree_child_s = s->tree_child_s;
         }
         /* one CTA merging every row's records reads them at one SM's
            bandwidth while the others idle: past tail_rows_max rows the merge
            kernel (programmatic launch, a block per row) is faster */
-        o.tail = a->rows <= ctx->tail_rows_max && !filters ? tail : nullptr;
+        o.tail = a->rows <= ctx->tail_rows_max && !block_epi ? tail : nullptr;
         const int64_t n_recs =
             fs_hopper_records_per_row(a->vocab_size, a->rows, ctx->sm_count, &o);
         cudaError_t e = (cudaError_t)fs_hopper_scan_launch_ex(
@@ -167,20 +169,15 @@ cudaError_t launch_fused_scan(fs_context *ctx, const fs_op_args *a, fs_scan_args
             /* at most min(sm_count, ceil(V / 128)) records per row, which the
                workspace holds */
             s->tiles_per_row = n_recs;
-            if (filters)
-                filt->lists_per_row = n_recs * FS_HOPPER_TILE_LISTS;
+            *tile_kernel = fs_hopper_kernel_for(a->rows, &o) == FS_HOPPER_TILE;
             *tail_ran = e == cudaSuccess && o.tail;
             return e;
         }
         (void)cudaGetLastError();
         ctx->hopper = 0;
     }
-    if (filters)
-        filt->lists_per_row = s->tiles_per_row;
     return fs_launch_scan_mma(a, s, stream);
 }
-
-} // namespace
 
 extern "C" size_t fs_cuda_workspace_bytes(const fs_context *ctx, fs_op op, int64_t rows,
                                           int64_t requests, int64_t vocab_size)
@@ -236,9 +233,13 @@ extern "C" fs_status fs_cuda_run(fs_context *ctx, const fs_op_args *a)
     bool tail_ran = false;
     if (e == cudaSuccess) {
         if (a->head) {
-            s.tiles_per_row = (a->vocab_size + FS_FUSED_TILE_V - 1) / FS_FUSED_TILE_V;
             step = "fused scan";
-            e = launch_fused_scan(ctx, a, &s, &t, &tail_ran, &w.filt, stream);
+            bool tile_kernel = false;
+            e = fs_launch_fused_scan(ctx, a, &s, &t, &tail_ran, &tile_kernel, stream);
+            /* the candidate lists: every epilogue thread's in the Hopper tile
+               kernel, one per (row, tile) in the generic scans */
+            w.filt.lists_per_row = tile_kernel ? s.tiles_per_row * FS_HOPPER_TILE_LISTS
+                                               : s.tiles_per_row;
         } else {
             const int64_t chunk = fs_logits_chunk(a->rows, a->vocab_size, ctx->sm_count);
             s.tiles_per_row = (a->vocab_size + chunk - 1) / chunk;

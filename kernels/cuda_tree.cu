@@ -79,42 +79,6 @@ size_t carve(int64_t rows, int64_t requests, int64_t vocab, void *base, tree_wor
     return at + 256;
 }
 
-/* The fused scan for tree rows: fp32 heads take the SIMT scan; 16-bit heads
- * the Hopper tile kernel where the device, D, alignment and row count
- * allow, the generic tensor-core scan otherwise (as launch_fused_scan in
- * cuda_ops.cu, whose rows-kernel choice tree rows must not take).  Sets
- * s->tiles_per_row. */
-cudaError_t launch_tree_fused_scan(fs_context *ctx, const fs_op_args *a, fs_scan_args *s,
-                                   cudaStream_t stream)
-{
-    const fs_lm_head *h = a->head;
-    s->tiles_per_row = (a->vocab_size + FS_FUSED_TILE_V - 1) / FS_FUSED_TILE_V;
-    if (h->dtype == FS_DTYPE_F32)
-        return fs_launch_scan_simt(a, s, stream);
-    if (ctx->hopper && a->rows <= FS_HOPPER_TILE_MAX_ROWS && fs_hopper_supported(h->hidden_dim, 1) &&
-        fs_hopper_aligned(h->weight, a->hidden)) {
-        fs_hopper_opts o = {};
-        o.kernel = FS_HOPPER_TILE;
-        o.tree_rows = s->tree_rows;
-        o.tree_child_s = s->tree_child_s;
-        const int64_t n_recs =
-            fs_hopper_records_per_row(a->vocab_size, a->rows, ctx->sm_count, &o);
-        cudaError_t e = (cudaError_t)fs_hopper_scan_launch_ex(
-            h->weight, a->hidden, h->dtype == FS_DTYPE_BF16, a->vocab_size, h->hidden_dim,
-            a->rows, a->vocab_offset, a->global_vocab, s->descs, s->bias, s->allowed,
-            s->tile_recs, n_recs, ctx->sm_count, &o, stream);
-        if (e != cudaErrorNoKernelImageForDevice && e != cudaErrorInvalidDeviceFunction) {
-            /* at most min(sm_count, ceil(V / 128)) records per row, which the
-               workspace holds */
-            s->tiles_per_row = n_recs;
-            return e;
-        }
-        (void)cudaGetLastError();
-        ctx->hopper = 0;
-    }
-    return fs_launch_scan_mma(a, s, stream);
-}
-
 } // namespace
 
 extern "C" size_t fs_cuda_tree_workspace_bytes(int64_t rows, int64_t requests, int64_t vocab_size)
@@ -150,7 +114,8 @@ extern "C" fs_status fs_cuda_tree_run(fs_context *ctx, const fs_tree_args *ta)
     if (e == cudaSuccess) {
         if (a->head) {
             step = "fused scan";
-            e = launch_tree_fused_scan(ctx, a, &s, stream);
+            bool tail_ran = false, tile_kernel = false; /* no tail for tree verify */
+            e = fs_launch_fused_scan(ctx, a, &s, nullptr, &tail_ran, &tile_kernel, stream);
         } else {
             const int64_t chunk = fs_logits_chunk(a->rows, a->vocab_size, ctx->sm_count);
             s.tiles_per_row = (a->vocab_size + chunk - 1) / chunk;

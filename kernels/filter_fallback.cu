@@ -50,23 +50,6 @@ struct Smem {
     int rows[GROUP];     /* fb index of each group slot, -1: none */
 };
 
-__device__ __forceinline__ float half_to_float(uint16_t h, fs_dtype dt)
-{
-    if (dt == FS_DTYPE_BF16)
-        return __uint_as_float((uint32_t)h << 16);
-    return __half2float(__ushort_as_half(h));
-}
-
-__device__ __forceinline__ float load_elem(const void *p, int64_t i, fs_dtype dt)
-{
-    if (dt == FS_DTYPE_F32)
-        return static_cast<const float *>(p)[i];
-    const uint16_t h = static_cast<const uint16_t *>(p)[i];
-    if (dt == FS_DTYPE_BF16)
-        return __uint_as_float((uint32_t)h << 16);
-    return __half2float(__ushort_as_half(h));
-}
-
 /* A handed-over row takes part in this histogram pass. */
 __device__ __forceinline__ bool selecting(const fs_fallback_row &r)
 {
@@ -104,8 +87,8 @@ __device__ void score_tile(Smem &sm, const fs_op_args &a, const fs_scan_args &s,
                     const uint32_t wv[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
                     for (int e = 0; e < 4; ++e) {
-                        sm.u.mm.w[t][k + 2 * e] = half_to_float((uint16_t)(wv[e] & 0xffffu), src.wdtype);
-                        sm.u.mm.w[t][k + 2 * e + 1] = half_to_float((uint16_t)(wv[e] >> 16), src.wdtype);
+                        sm.u.mm.w[t][k + 2 * e] = fs_half_bits_to_float((uint16_t)(wv[e] & 0xffffu), src.wdtype);
+                        sm.u.mm.w[t][k + 2 * e + 1] = fs_half_bits_to_float((uint16_t)(wv[e] >> 16), src.wdtype);
                     }
                 }
             } else {
@@ -113,7 +96,7 @@ __device__ void score_tile(Smem &sm, const fs_op_args &a, const fs_scan_args &s,
                     const int t = i / KC, k = i % KC;
                     const int64_t v = v0 + t, kk = k0 + k;
                     sm.u.mm.w[t][k] = v < V && kk < src.D
-                                          ? load_elem(src.weight, v * src.D + kk, src.wdtype)
+                                          ? fs_load_elem(src.weight, v * src.D + kk, src.wdtype)
                                           : 0.0f;
                 }
             }
@@ -122,7 +105,7 @@ __device__ void score_tile(Smem &sm, const fs_op_args &a, const fs_scan_args &s,
                 const int64_t kk = k0 + k;
                 const int fi = sm.rows[g];
                 sm.u.mm.h[g][k] = fi >= 0 && kk < src.D
-                                      ? load_elem(src.hidden, (int64_t)fb[fi].row * src.D + kk,
+                                      ? fs_load_elem(src.hidden, (int64_t)fb[fi].row * src.D + kk,
                                                   src.wdtype)
                                       : 0.0f;
             }
@@ -145,7 +128,7 @@ __device__ void score_tile(Smem &sm, const fs_op_args &a, const fs_scan_args &s,
         if (fi >= 0 && v0 + tok < V) {
             const int64_t row = fb[fi].row;
             const fs_row_desc &d = descs[row];
-            const float l = src.weight ? acc[j] : load_elem(src.logits, row * V + v0 + tok, src.ldtype);
+            const float l = src.weight ? acc[j] : fs_load_elem(src.logits, row * V + v0 + tok, src.ldtype);
             bool ok = true;
             if (s.allowed)
                 ok = (s.allowed[row * s.words + (gid >> 5)] >> (gid & 31)) & 1u;

@@ -14,20 +14,6 @@ namespace {
 
 constexpr int THREADS = FS_SCAN_THREADS;
 
-__device__ __forceinline__ float half_bits_to_float(uint16_t h, fs_dtype dt)
-{
-    if (dt == FS_DTYPE_BF16)
-        return __uint_as_float((uint32_t)h << 16);
-    return __half2float(__ushort_as_half(h));
-}
-
-__device__ __forceinline__ float load_one(const void *base, int64_t i, fs_dtype dt)
-{
-    if (dt == FS_DTYPE_F32)
-        return __ldg(static_cast<const float *>(base) + i);
-    return half_bits_to_float(__ldg(static_cast<const unsigned short *>(base) + i), dt);
-}
-
 __global__ void __launch_bounds__(THREADS)
     fs_scan_logits_kernel(const void *__restrict__ logits, fs_dtype dt, int vec, int64_t chunk,
                           int64_t chunks, fs_scan_args a)
@@ -69,10 +55,10 @@ __global__ void __launch_bounds__(THREADS)
                     l[4 * q + 3] = v.w;
                 } else {
                     uint2 v = __ldg(reinterpret_cast<const uint2 *>(static_cast<const unsigned short *>(logits) + e));
-                    l[4 * q + 0] = half_bits_to_float((uint16_t)(v.x & 0xffffu), dt);
-                    l[4 * q + 1] = half_bits_to_float((uint16_t)(v.x >> 16), dt);
-                    l[4 * q + 2] = half_bits_to_float((uint16_t)(v.y & 0xffffu), dt);
-                    l[4 * q + 3] = half_bits_to_float((uint16_t)(v.y >> 16), dt);
+                    l[4 * q + 0] = fs_half_bits_to_float((uint16_t)(v.x & 0xffffu), dt);
+                    l[4 * q + 1] = fs_half_bits_to_float((uint16_t)(v.x >> 16), dt);
+                    l[4 * q + 2] = fs_half_bits_to_float((uint16_t)(v.y & 0xffffu), dt);
+                    l[4 * q + 3] = fs_half_bits_to_float((uint16_t)(v.y >> 16), dt);
                 }
             }
         } else {
@@ -81,7 +67,7 @@ __global__ void __launch_bounds__(THREADS)
             cnt = (int)(t1 - t0);
 #pragma unroll
             for (int i = 0; i < FS_NOISE_BLOCK; ++i)
-                l[i] = i < cnt ? load_one(logits, row_base + t0 + i, dt) : 0.0f;
+                l[i] = i < cnt ? fs_load_elem(logits, row_base + t0 + i, dt) : 0.0f;
         }
         fs_push_block(&rec, filt ? &cl : nullptr, d, a, row, t0, cnt, l);
     }

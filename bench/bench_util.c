@@ -1,0 +1,68 @@
+/* See bench_util.h. */
+#include "bench_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+void *bu_dmalloc(size_t n)
+{
+    void *p = NULL;
+    CUDA_CHECK(cudaMalloc(&p, n ? n : 1));
+    return p;
+}
+
+void *bu_dup(const void *host, size_t n)
+{
+    void *d = bu_dmalloc(n);
+    CUDA_CHECK(cudaMemcpy(d, host, n, cudaMemcpyHostToDevice));
+    return d;
+}
+
+void bu_parse_list(const char *s, int64_t *out, int *n, int max)
+{
+    *n = 0;
+    while (*s && *n < max) {
+        char *end = NULL;
+        out[(*n)++] = strtoll(s, &end, 10);
+        if (end == s)
+            break;
+        s = end;
+        if (*s == ',' || *s == 'x')
+            ++s;
+    }
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int bu_time_rounds(bench_timer *t, int nmethods, void (*select)(void *arg, int m),
+                   bench_op_fn run, void *arg, int rounds, int reps, double *samples,
+                   double *med)
+{
+    const int per = rounds * reps;
+    for (int round = 0; round < rounds; ++round)
+        for (int m = 0; m < nmethods; ++m) {
+            select(arg, m);
+            if (bench_time(t, run, arg, round == 0 ? 3 : 1, reps,
+                           samples + (size_t)m * per + (size_t)round * reps))
+                return -1;
+        }
+    for (int m = 0; m < nmethods; ++m) {
+        qsort(samples + (size_t)m * per, (size_t)per, sizeof(double), cmp_d);
+        med[m] = bench_quantile(samples + (size_t)m * per, per, 0.5);
+    }
+    return 0;
+}
+
+const char *bu_spread(const double *sorted, int n, char *buf, size_t size)
+{
+    snprintf(buf, size, "%.3f-%.3f", bench_quantile(sorted, n, 0.1),
+             bench_quantile(sorted, n, 0.9));
+    return buf;
+}

@@ -1,0 +1,31 @@
+/* Small helpers shared by the focused benchmarks (filter_bench.c,
+ * tree_bench.c): device buffers, list arguments, and timing several methods
+ * alternated in rounds. */
+#ifndef FS_BENCH_UTIL_H
+#define FS_BENCH_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "timing.h"
+
+/* cudaMalloc (at least 1 byte) / a device copy of a host array; abort on failure. */
+void *bu_dmalloc(size_t n);
+void *bu_dup(const void *host, size_t n);
+
+/* "1,4,16" or "151936x4096,128256x8192" into out[] (up to max numbers). */
+void bu_parse_list(const char *s, int64_t *out, int *n, int max);
+
+/* Time methods 0 .. nmethods-1 alternated in `rounds` rounds of `reps`
+ * calls each (select(arg, m) picks the method run(arg) then calls; warm-up
+ * before the first round).  samples holds nmethods x rounds x reps values
+ * (ms), sorted per method on return; med[m] is the median.  Returns 0, or
+ * -1 when a call failed. */
+int bu_time_rounds(bench_timer *t, int nmethods, void (*select)(void *arg, int m),
+                   bench_op_fn run, void *arg, int rounds, int reps, double *samples,
+                   double *med);
+
+/* "p10-p90" of a method's sorted samples, into buf. */
+const char *bu_spread(const double *sorted, int n, char *buf, size_t size);
+
+#endif
