@@ -5,13 +5,17 @@ Ops (device taken from the tensors; CUDA ops run on the current stream, never
 synchronize the host, and can be captured in a CUDA graph):
 
     sample(hidden, weight, temperature, seed, offset=None, logit_bias=None,
-           allowed=None, return_logprobs=False)          -> SampleOutput
+           allowed=None, return_logprobs=False, top_k=None, top_p=None,
+           min_p=None, return_filter_fallback=False)     -> SampleOutput
     sample_logits(logits, temperature, seed, ...)          -> SampleOutput
     draft_argmax(hidden, weight, return_logits=False)      -> ArgmaxOutput
     draft_argmax_logits(logits, return_logits=False)       -> ArgmaxOutput
     verify(target_hidden, weight, draft_tokens, cu_num_draft_tokens,
            temperature, seed, offset=None, ...)            -> VerifyOutput
     verify_logits(target_logits, draft_tokens, cu_num_draft_tokens, ...)
+    verify_tree(target_hidden, weight, tokens, parents, cu_num_nodes,
+                temperature, seed, offset=None, ...)       -> VerifyTreeOutput
+    verify_tree_logits(target_logits, tokens, parents, cu_num_nodes, ...)
 
 flashspec.vllm has a drop-in for vLLM v1's rejection sampler.  See
 python/README.md for the conventions (dtypes, contiguity, errors).
@@ -32,6 +36,7 @@ from ._ops import (  # noqa: F401
     FlashspecRowError,
     SampleOutput,
     VerifyOutput,
+    VerifyTreeOutput,
     check_row_status,
     clear_workspace_cache,
     draft_argmax,
@@ -42,6 +47,8 @@ from ._ops import (  # noqa: F401
     sample_logits,
     verify,
     verify_logits,
+    verify_tree,
+    verify_tree_logits,
 )
 
 __version__ = "0.1.0"
@@ -59,6 +66,10 @@ ROW_BAD_DRAFT = _C.ROW_BAD_DRAFT
 ROW_BAD_OFFSETS = _C.ROW_BAD_OFFSETS
 ROW_NONFINITE = _C.ROW_NONFINITE
 ROW_ALL_MASKED = _C.ROW_ALL_MASKED
+ROW_BAD_TREE = _C.ROW_BAD_TREE
+ROW_BAD_FILTER = _C.ROW_BAD_FILTER
+#: the most children a tree-verify node may have (max_children's bound)
+TREE_MAX_CHILDREN = _C.TREE_MAX_CHILDREN
 #: temperatures below this sample greedily
 MIN_TEMPERATURE = _C.MIN_TEMPERATURE
 

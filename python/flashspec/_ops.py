@@ -24,12 +24,15 @@ __all__ = [
     "SampleOutput",
     "ArgmaxOutput",
     "VerifyOutput",
+    "VerifyTreeOutput",
     "sample",
     "sample_logits",
     "draft_argmax",
     "draft_argmax_logits",
     "verify",
     "verify_logits",
+    "verify_tree",
+    "verify_tree_logits",
     "check_row_status",
     "row_status_string",
     "pack_allowed",
@@ -71,10 +74,24 @@ class FlashspecRowError(FlashspecError):
 _C._set_error_class(FlashspecError)
 
 
-class SampleOutput(NamedTuple):
+class _SampleFields(NamedTuple):
     tokens: torch.Tensor  # int32 [rows]; -1 for a failed row
     row_status: torch.Tensor  # int32 [rows]; 0 = ok, else an fs_row_status
     logprobs: Optional[torch.Tensor]  # float32 [rows] when return_logprobs, else None
+
+
+class SampleOutput(_SampleFields):
+    """(tokens, row_status, logprobs), plus the attribute filter_fallback:
+    int32 [rows] when return_filter_fallback, else None.  It is an attribute,
+    not a tuple field, so that `tokens, row_status, logprobs = out` written
+    before it existed keeps working."""
+
+    filter_fallback: Optional[torch.Tensor] = None
+
+    def __new__(cls, tokens, row_status, logprobs, filter_fallback=None):
+        self = super().__new__(cls, tokens, row_status, logprobs)
+        self.filter_fallback = filter_fallback
+        return self
 
 
 class ArgmaxOutput(NamedTuple):
@@ -83,11 +100,33 @@ class ArgmaxOutput(NamedTuple):
     logits: Optional[torch.Tensor]  # float32 [rows]: the argmax's logit, when return_logits
 
 
-class VerifyOutput(NamedTuple):
+class _VerifyFields(NamedTuple):
     tokens: torch.Tensor  # int32 [requests, max_drafts + 1], -1 padded
     num_emitted: torch.Tensor  # int32 [requests]: accepted drafts + 1 (0 for a failed request)
     row_status: torch.Tensor  # int32 [requests]
     logprobs: Optional[torch.Tensor]  # float32 [requests, max_drafts + 1], NaN padded
+
+
+class VerifyOutput(_VerifyFields):
+    """(tokens, num_emitted, row_status, logprobs), plus the attribute
+    filter_fallback: int32 [requests] (rows of the request that took the
+    filters' second pass) when return_filter_fallback, else None; an
+    attribute for the same reason as SampleOutput's."""
+
+    filter_fallback: Optional[torch.Tensor] = None
+
+    def __new__(cls, tokens, num_emitted, row_status, logprobs, filter_fallback=None):
+        self = super().__new__(cls, tokens, num_emitted, row_status, logprobs)
+        self.filter_fallback = filter_fallback
+        return self
+
+
+class VerifyTreeOutput(NamedTuple):
+    tokens: torch.Tensor  # int32 [requests, max_depth + 1]: accepted path, then one token; -1 padded
+    path_nodes: torch.Tensor  # int32 [requests, max_depth]: accepted node indices, -1 padded
+    num_emitted: torch.Tensor  # int32 [requests]: accepted nodes + 1 (0 for a failed request)
+    row_status: torch.Tensor  # int32 [requests]
+    logprobs: Optional[torch.Tensor]  # float32 [requests, max_depth + 1], NaN padded
 
 
 # ---- contexts and workspaces ---------------------------------------------
@@ -225,6 +264,11 @@ def _vector(name: str, x, n: int, dtypes: tuple, device: torch.device, ref: str,
     Python number broadcast to one when scalar_dtype is given."""
     if not isinstance(x, torch.Tensor):
         if scalar_dtype is not None and isinstance(x, (int, float)) and not isinstance(x, bool):
+            if scalar_dtype == torch.int32:
+                if not isinstance(x, int):
+                    raise TypeError(f"{name} must be an integer, got {x!r}")
+                if not -2**31 <= x < 2**31:
+                    raise ValueError(f"{name} = {x} is outside the int32 range")
             if scalar_dtype == torch.int64:
                 if not isinstance(x, int):
                     raise TypeError(f"{name} must be an integer, got {x!r}")
@@ -276,21 +320,32 @@ def _bias_mask(logit_bias, allowed, rows: int, vocab: int, device: torch.device,
 
 
 def _sampling(requests: int, device: torch.device, ref: str, temperature, seed, offset,
-              bias: Optional[torch.Tensor], mask: Optional[torch.Tensor]):
-    """(dict for the binding, tensors to keep alive during the call)."""
+              bias: Optional[torch.Tensor], mask: Optional[torch.Tensor],
+              top_k=None, top_p=None, min_p=None, return_filter_fallback: bool = False):
+    """(dict for the binding, tensors to keep alive during the call, the
+    filter_fallback output or None)."""
     t = _vector("temperature", temperature, requests, (torch.float32,), device, ref, torch.float32)
     s = _vector("seed", seed, requests, _SEED_DTYPES, device, ref, torch.int64)
     o = None
     if offset is not None:
         o = _vector("offset", offset, requests, _SEED_DTYPES, device, ref, torch.int64)
-    params = {
-        "temperature": t.data_ptr(),
-        "seed": s.data_ptr(),
-        "offset": o.data_ptr() if o is not None else 0,
-        "logit_bias": bias.data_ptr() if bias is not None else 0,
-        "allowed": mask.data_ptr() if mask is not None else 0,
-    }
-    return params, (t, s, o, bias, mask)
+    # Filter values are checked where they live (FS_ROW_BAD_FILTER per
+    # request), like temperatures: only their type and shape are checked here.
+    k = p = m = None
+    if top_k is not None:
+        k = _vector("top_k", top_k, requests, (torch.int32,), device, ref, torch.int32)
+    if top_p is not None:
+        p = _vector("top_p", top_p, requests, (torch.float32,), device, ref, torch.float32)
+    if min_p is not None:
+        m = _vector("min_p", min_p, requests, (torch.float32,), device, ref, torch.float32)
+    fallback = (torch.zeros(requests, dtype=torch.int32, device=device)
+                if return_filter_fallback else None)
+    keep = (t, s, o, bias, mask, k, p, m)
+    params = {name: x.data_ptr() if x is not None else 0 for name, x in
+              (("temperature", t), ("seed", s), ("offset", o), ("logit_bias", bias),
+               ("allowed", mask), ("top_k", k), ("top_p", p), ("min_p", m),
+               ("out_filter_fallback", fallback))}
+    return params, keep, fallback
 
 
 def _drafts(draft_tokens, cu_num_draft_tokens, device: torch.device, ref: str):
@@ -363,7 +418,8 @@ def _empty_sample(rows, device, return_logprobs):
 
 def sample(hidden: torch.Tensor, weight: torch.Tensor, temperature, seed, offset=None,
            logit_bias: Optional[torch.Tensor] = None, allowed: Optional[torch.Tensor] = None,
-           return_logprobs: bool = False) -> SampleOutput:
+           return_logprobs: bool = False, top_k=None, top_p=None, min_p=None,
+           return_filter_fallback: bool = False) -> SampleOutput:
     """One token per row, exactly from softmax((hidden @ weight.T + logit_bias) / T).
 
     hidden [rows, D] and weight [V, D] (the LM head as nn.Linear stores it)
@@ -371,38 +427,54 @@ def sample(hidden: torch.Tensor, weight: torch.Tensor, temperature, seed, offset
     (0 = greedy), seed int64/uint64 [rows], offset int64/uint64 [rows] or None
     (= 0; advance it every decode step), each of them also a Python number
     broadcast to all rows.  logit_bias float32 [rows, V]; allowed int32/uint32
-    bitmask [rows, ceil(V/32)] (see pack_allowed).  Returns
-    SampleOutput(tokens int32 [rows], row_status int32 [rows], logprobs).
+    bitmask [rows, ceil(V/32)] (see pack_allowed).
+
+    Filters, applied in the order top-k -> top-p -> min-p to the scores
+    (l + b) / T, ties at a threshold kept: top_k int32 [rows] (0 or >= V =
+    off), top_p float32 [rows] in (0, 1] (1 = off; the token that crosses
+    top_p is kept), min_p float32 [rows] in [0, 1) (0 = off; keeps
+    p >= min_p * p_max), each also a Python number broadcast to all rows.
+    The token is drawn exactly from the renormalised kept set; greedy rows
+    are unaffected.  A value out of range fails its row with ROW_BAD_FILTER.
+    return_filter_fallback gives out.filter_fallback, int32 [rows]: 1 where
+    the row needed the filters' exact second pass over the vocabulary.
+
+    Returns SampleOutput(tokens int32 [rows], row_status int32 [rows],
+    logprobs (under the filtered distribution)), with .filter_fallback.
     """
     device, hidden, weight, head = _head(hidden, weight)
     rows = hidden.shape[0]
     return _sample_run("hidden", device, rows, weight.shape[0],
                        lambda c, *rest: _C.sample(c.ctx.handle, head, hidden.data_ptr(), rows,
                                                   *rest),
-                       temperature, seed, offset, logit_bias, allowed, return_logprobs)
+                       temperature, seed, offset, logit_bias, allowed, return_logprobs,
+                       top_k, top_p, min_p, return_filter_fallback)
 
 
 def sample_logits(logits: torch.Tensor, temperature, seed, offset=None,
                   logit_bias: Optional[torch.Tensor] = None, allowed: Optional[torch.Tensor] = None,
-                  return_logprobs: bool = False) -> SampleOutput:
+                  return_logprobs: bool = False, top_k=None, top_p=None, min_p=None,
+                  return_filter_fallback: bool = False) -> SampleOutput:
     """sample() over logits [rows, V] (bfloat16, float16 or float32) already in memory."""
     device, logits = _logits("logits", logits)
     rows, vocab = logits.shape
     return _sample_run("logits", device, rows, vocab,
                        lambda c, *rest: _C.sample_logits(c.ctx.handle, logits.data_ptr(),
                                                          _dtype_code(logits), rows, vocab, *rest),
-                       temperature, seed, offset, logit_bias, allowed, return_logprobs)
+                       temperature, seed, offset, logit_bias, allowed, return_logprobs,
+                       top_k, top_p, min_p, return_filter_fallback)
 
 
 def _sample_run(name, device, rows, vocab, call, temperature, seed, offset, logit_bias, allowed,
-                return_logprobs) -> SampleOutput:
+                return_logprobs, top_k, top_p, min_p, return_filter_fallback) -> SampleOutput:
     """The parameters, outputs and workspace both sample entries share;
     call(c, params, ws, ws_bytes, tokens, logprobs, status) runs the one
     library call that differs."""
     bias, mask = _bias_mask(logit_bias, allowed, rows, vocab, device, name)
-    params, keep = _sampling(rows, device, name, temperature, seed, offset, bias, mask)
+    params, keep, fallback = _sampling(rows, device, name, temperature, seed, offset, bias, mask,
+                                       top_k, top_p, min_p, return_filter_fallback)
     if rows == 0:
-        return SampleOutput(*_empty_sample(0, device, return_logprobs))
+        return SampleOutput(*_empty_sample(0, device, return_logprobs), fallback)
     tokens = torch.empty(rows, dtype=torch.int32, device=device)
     status = torch.empty(rows, dtype=torch.int32, device=device)
     logprobs = torch.empty(rows, dtype=torch.float32, device=device) if return_logprobs else None
@@ -411,7 +483,7 @@ def _sample_run(name, device, rows, vocab, call, temperature, seed, offset, logi
         call(c, params, ws, ws_bytes, tokens.data_ptr(),
              logprobs.data_ptr() if logprobs is not None else 0, status.data_ptr())
     del keep
-    return SampleOutput(tokens, status, logprobs)
+    return SampleOutput(tokens, status, logprobs, fallback)
 
 
 def draft_argmax(hidden: torch.Tensor, weight: torch.Tensor,
@@ -472,7 +544,8 @@ def _verify_rows_check(name: str, rows: int, ntok: int, requests: int) -> None:
 def verify(target_hidden: torch.Tensor, weight: torch.Tensor, draft_tokens: torch.Tensor,
            cu_num_draft_tokens: torch.Tensor, temperature, seed, offset=None,
            logit_bias: Optional[torch.Tensor] = None, allowed: Optional[torch.Tensor] = None,
-           return_logprobs: bool = False, max_drafts: Optional[int] = None) -> VerifyOutput:
+           return_logprobs: bool = False, max_drafts: Optional[int] = None, top_k=None,
+           top_p=None, min_p=None, return_filter_fallback: bool = False) -> VerifyOutput:
     """Speculative verify of greedy drafts (n-gram, EAGLE, MTP), fused with the LM head.
 
     Request r (of R = len(cu_num_draft_tokens) - 1) has the n_r draft tokens
@@ -484,6 +557,11 @@ def verify(target_hidden: torch.Tensor, weight: torch.Tensor, draft_tokens: torc
     target row.  The output width is max_drafts + 1; by default max_drafts is
     the total number of draft tokens, a bound that needs no host read of the
     offsets; pass the true maximum (e.g. vLLM's max_spec_len) for a tight one.
+    top_k, top_p, min_p (per request, as in sample()) filter the target at
+    every position: a draft outside the kept set is rejected, and the
+    emitted tokens follow the filtered target token by token.
+    return_filter_fallback gives out.filter_fallback, int32 [R]: how many of
+    the request's n_r + 1 rows needed the filters' second pass.
 
     Returns VerifyOutput(tokens int32 [R, max_drafts + 1] (accepted drafts,
     then one recovered or bonus token, then -1), num_emitted int32 [R],
@@ -493,13 +571,15 @@ def verify(target_hidden: torch.Tensor, weight: torch.Tensor, draft_tokens: torc
     return _verify_run("target_hidden", device, hidden.shape[0], weight.shape[0],
                        lambda c, *rest: _C.verify(c.ctx.handle, head, hidden.data_ptr(), *rest),
                        draft_tokens, cu_num_draft_tokens, temperature, seed, offset, logit_bias,
-                       allowed, return_logprobs, max_drafts)
+                       allowed, return_logprobs, max_drafts, top_k, top_p, min_p,
+                       return_filter_fallback)
 
 
 def verify_logits(target_logits: torch.Tensor, draft_tokens: torch.Tensor,
                   cu_num_draft_tokens: torch.Tensor, temperature, seed, offset=None,
                   logit_bias: Optional[torch.Tensor] = None, allowed: Optional[torch.Tensor] = None,
-                  return_logprobs: bool = False, max_drafts: Optional[int] = None) -> VerifyOutput:
+                  return_logprobs: bool = False, max_drafts: Optional[int] = None, top_k=None,
+                  top_p=None, min_p=None, return_filter_fallback: bool = False) -> VerifyOutput:
     """verify() over target logits [num_draft_tokens + R, V] already in memory."""
     device, logits = _logits("target_logits", target_logits)
     vocab = logits.shape[1]
@@ -507,11 +587,13 @@ def verify_logits(target_logits: torch.Tensor, draft_tokens: torch.Tensor,
                        lambda c, *rest: _C.verify_logits(c.ctx.handle, logits.data_ptr(),
                                                          _dtype_code(logits), vocab, *rest),
                        draft_tokens, cu_num_draft_tokens, temperature, seed, offset, logit_bias,
-                       allowed, return_logprobs, max_drafts)
+                       allowed, return_logprobs, max_drafts, top_k, top_p, min_p,
+                       return_filter_fallback)
 
 
 def _verify_run(name, device, rows, vocab, call, draft_tokens, cu_num_draft_tokens, temperature,
-                seed, offset, logit_bias, allowed, return_logprobs, max_drafts) -> VerifyOutput:
+                seed, offset, logit_bias, allowed, return_logprobs, max_drafts, top_k, top_p, min_p,
+                return_filter_fallback) -> VerifyOutput:
     """The checks, parameters, outputs and workspace both verify entries share;
     call(c, drafts, params, ws, ws_bytes, tokens, emitted, logprobs, status)
     runs the one library call that differs."""
@@ -519,17 +601,138 @@ def _verify_run(name, device, rows, vocab, call, draft_tokens, cu_num_draft_toke
     _verify_rows_check(name, rows, ntok, requests)
     md = _max_drafts(max_drafts, ntok)
     bias, mask = _bias_mask(logit_bias, allowed, rows, vocab, device, name)
-    params, keep = _sampling(requests, device, name, temperature, seed, offset, bias, mask)
+    params, keep, fallback = _sampling(requests, device, name, temperature, seed, offset, bias,
+                                       mask, top_k, top_p, min_p, return_filter_fallback)
     tokens, emitted, status, logprobs = _verify_outputs(requests, md, device, return_logprobs)
     if requests == 0:
-        return VerifyOutput(tokens, emitted, status, logprobs)
+        return VerifyOutput(tokens, emitted, status, logprobs, fallback)
     with _Call(device) as c:
         ws, ws_bytes = c.ws(_C.verify_workspace_size(c.ctx.handle, requests, ntok, vocab))
         call(c, (requests, ntok, md, drafts.data_ptr(), cu.data_ptr()), params, ws, ws_bytes,
              tokens.data_ptr(), emitted.data_ptr(),
              logprobs.data_ptr() if logprobs is not None else 0, status.data_ptr())
     del keep
-    return VerifyOutput(tokens, emitted, status, logprobs)
+    return VerifyOutput(tokens, emitted, status, logprobs, fallback)
+
+
+def _int32_flat(name: str, t, device: torch.device, ref: str) -> torch.Tensor:
+    _device_of(name, t)
+    _same_device(name, t, device, ref)
+    if t.dtype != torch.int32:
+        raise TypeError(f"{name} has dtype {t.dtype}; expected int32 (pass {name}.to(torch.int32))")
+    if t.dim() != 1:
+        raise ValueError(f"{name} must be 1-D (flat, request after request), "
+                         f"got shape {tuple(t.shape)}")
+    return t.contiguous()
+
+
+def _tree_bound(name: str, value: Optional[int], default: int, limit: int) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if not 0 <= value <= limit:
+        raise ValueError(f"{name} must be in [0, {limit}], got {value}")
+    return value
+
+
+def verify_tree(target_hidden: torch.Tensor, weight: torch.Tensor, tokens: torch.Tensor,
+                parents: torch.Tensor, cu_num_nodes: torch.Tensor, temperature, seed, offset=None,
+                logit_bias: Optional[torch.Tensor] = None, allowed: Optional[torch.Tensor] = None,
+                max_depth: Optional[int] = None, max_children: Optional[int] = None,
+                return_logprobs: bool = False) -> VerifyTreeOutput:
+    """Speculative verify of a tree of greedy drafts (EAGLE-2/3, Medusa), fused with the LM head.
+
+    Request r (of R = len(cu_num_nodes) - 1) has the n_r nodes
+    cu_num_nodes[r] .. cu_num_nodes[r+1] - 1 of the flat int32 tensors tokens
+    (each node's draft token) and parents (its parent's index within the
+    request, -1 for the root, always below the node's own index).  It owns
+    n_r + 1 consecutive rows of target_hidden [num_nodes + R, D] from row
+    cu_num_nodes[r] + r: the target at the root, then at each node.
+    temperature, seed, offset per request; logit_bias / allowed per target row.
+
+    The walk accepts at most one child per node, tried in ascending index
+    (the law of sampling token by token from the target; a chain gives
+    verify()'s tokens).  max_depth bounds every node's depth and sets the
+    output width max_depth + 1; by default it is the number of nodes, a bound
+    that needs no host read of the tree.  max_children (<= 16) bounds the
+    children per node, default 16.  A tree breaking them, or a parent out of
+    range, fails its request with ROW_BAD_TREE.
+
+    Returns VerifyTreeOutput(tokens int32 [R, max_depth + 1] (accepted path,
+    then one recovered or bonus token, -1 after), path_nodes int32
+    [R, max_depth] (the accepted nodes' indices, -1 after), num_emitted
+    int32 [R], row_status int32 [R], logprobs float32 [R, max_depth + 1] or
+    None).
+    """
+    device, hidden, weight, head = _head(target_hidden, weight, "target_hidden")
+    return _verify_tree_run("target_hidden", device, hidden.shape[0], weight.shape[0],
+                            lambda c, *rest: _C.verify_tree(c.ctx.handle, head,
+                                                            hidden.data_ptr(), *rest),
+                            tokens, parents, cu_num_nodes, temperature, seed, offset,
+                            logit_bias, allowed, max_depth, max_children, return_logprobs)
+
+
+def verify_tree_logits(target_logits: torch.Tensor, tokens: torch.Tensor, parents: torch.Tensor,
+                       cu_num_nodes: torch.Tensor, temperature, seed, offset=None,
+                       logit_bias: Optional[torch.Tensor] = None,
+                       allowed: Optional[torch.Tensor] = None, max_depth: Optional[int] = None,
+                       max_children: Optional[int] = None,
+                       return_logprobs: bool = False) -> VerifyTreeOutput:
+    """verify_tree() over target logits [num_nodes + R, V] already in memory."""
+    device, logits = _logits("target_logits", target_logits)
+    vocab = logits.shape[1]
+    return _verify_tree_run("target_logits", device, logits.shape[0], vocab,
+                            lambda c, *rest: _C.verify_tree_logits(
+                                c.ctx.handle, logits.data_ptr(), _dtype_code(logits), vocab,
+                                *rest),
+                            tokens, parents, cu_num_nodes, temperature, seed, offset,
+                            logit_bias, allowed, max_depth, max_children, return_logprobs)
+
+
+def _verify_tree_run(name, device, rows, vocab, call, tokens, parents, cu_num_nodes, temperature,
+                     seed, offset, logit_bias, allowed, max_depth, max_children,
+                     return_logprobs) -> VerifyTreeOutput:
+    """What both tree entries share; call(c, tree, params, ws, ws_bytes,
+    tokens, path_nodes, emitted, logprobs, status) runs the library call."""
+    cu = _int32_flat("cu_num_nodes", cu_num_nodes, device, name)
+    if cu.shape[0] < 1:
+        raise ValueError("cu_num_nodes must have requests + 1 entries ([0, n_0, n_0 + n_1, ...])")
+    requests = cu.shape[0] - 1
+    tokens = _int32_flat("tokens", tokens, device, name)
+    parents = _int32_flat("parents", parents, device, name)
+    nodes = tokens.shape[0]
+    if parents.shape[0] != nodes:
+        raise ValueError(f"parents has {parents.shape[0]} entries but tokens has {nodes}: "
+                         f"one parent per node")
+    if rows != nodes + requests:
+        raise ValueError(
+            f"{name} has {rows} rows; tree verify needs num_nodes + requests = {nodes} + "
+            f"{requests} = {nodes + requests} (request r owns its root row and one row per node, "
+            f"consecutively from row cu_num_nodes[r] + r)")
+    # Bounds that hold without reading the tree (no host sync): a request's
+    # depth is at most its node count.
+    md = _tree_bound("max_depth", max_depth, min(nodes, _C.MAX_POSITION - 1),
+                     _C.MAX_POSITION - 1)
+    mc = _tree_bound("max_children", max_children, _C.TREE_MAX_CHILDREN, _C.TREE_MAX_CHILDREN)
+    bias, mask = _bias_mask(logit_bias, allowed, rows, vocab, device, name)
+    params, keep, _ = _sampling(requests, device, name, temperature, seed, offset, bias, mask)
+    # the library writes every element, padding included
+    out_tokens = torch.empty((requests, md + 1), dtype=torch.int32, device=device)
+    path = torch.empty((requests, md), dtype=torch.int32, device=device)
+    emitted = torch.empty(requests, dtype=torch.int32, device=device)
+    status = torch.empty(requests, dtype=torch.int32, device=device)
+    logprobs = (torch.empty((requests, md + 1), dtype=torch.float32, device=device)
+                if return_logprobs else None)
+    if requests == 0:
+        return VerifyTreeOutput(out_tokens, path, emitted, status, logprobs)
+    with _Call(device) as c:
+        ws, ws_bytes = c.ws(_C.verify_tree_workspace_size(c.ctx.handle, requests, nodes, vocab))
+        call(c, (requests, nodes, md, mc, tokens.data_ptr(), parents.data_ptr(), cu.data_ptr()),
+             params, ws, ws_bytes, out_tokens.data_ptr(), path.data_ptr(), emitted.data_ptr(),
+             logprobs.data_ptr() if logprobs is not None else 0, status.data_ptr())
+    del keep
+    return VerifyTreeOutput(out_tokens, path, emitted, status, logprobs)
 
 
 # ---- helpers -------------------------------------------------------------

@@ -68,6 +68,8 @@ def rejection_sample(
     logit_bias: Optional[torch.Tensor] = None,
     allowed: Optional[torch.Tensor] = None,
     return_logprobs: bool = False,
+    top_k: Optional[torch.Tensor] = None,
+    top_p: Optional[torch.Tensor] = None,
 ) -> RejectionOutput:
     """Rejection sampling of greedy drafts with vLLM v1's tensor layout.
 
@@ -80,8 +82,13 @@ def rejection_sample(
     temperature float32 [batch] or None (all greedy); values <= 0 (vLLM's
     greedy marker) are greedy.  seed int64 [batch]; offset int64 [batch].
     bonus_token_ids [batch] or [batch, 1] (optional): bonus tokens sampled
-    elsewhere (e.g. with top-k/top-p); they replace the fused bonus token of
-    requests whose drafts were all accepted (their logprob becomes NaN).
+    elsewhere; they replace the fused bonus token of requests whose drafts
+    were all accepted (their logprob becomes NaN).  top_k int32 [batch] and
+    top_p float32 [batch] (vLLM's sampling_metadata.top_k / top_p, None =
+    off): vLLM v1's rejection sampler applies them to the target
+    probabilities at every position, and so does this (the bonus token
+    included).  vLLM applies min-p only in its sampler, not to the target
+    of the drafts, so it is not taken here.
 
     Returns RejectionOutput(output_token_ids int32 [batch, max_spec_len + 1]
     padded with -1, num_emitted int32 [batch], row_status int32 [batch],
@@ -138,7 +145,8 @@ def rejection_sample(
         raise TypeError("seed must be an int64 tensor [batch] (one seed per request: requests "
                         "sharing a seed and an offset would share their random numbers)")
     common = dict(temperature=temp, seed=seed, offset=offset, logit_bias=logit_bias,
-                  allowed=allowed, return_logprobs=return_logprobs, max_drafts=max_spec_len)
+                  allowed=allowed, return_logprobs=return_logprobs, max_drafts=max_spec_len,
+                  top_k=top_k, top_p=top_p)
     if target_logits is not None:
         out = verify_logits(target_logits, draft_token_ids, offsets, **common)
     else:
@@ -180,10 +188,13 @@ def rejection_sample_from_metadata(spec_decode_metadata, logits: torch.Tensor, s
     """rejection_sample() reading vLLM's objects by attribute (duck-typed; vLLM
     is not imported): spec_decode_metadata.{draft_token_ids, num_draft_tokens,
     max_spec_len, cu_num_draft_tokens}, sampling_metadata.{temperature,
-    all_greedy}; logits [num_tokens + batch, V] as computed at logits_indices.
+    all_greedy, top_k, top_p}; logits [num_tokens + batch, V] as computed at
+    logits_indices.
     Pass logits=None with target_hidden= and lm_head_weight= for the fused pass."""
     md = spec_decode_metadata
     temperature = None if getattr(sampling_metadata, "all_greedy", False) else \
         getattr(sampling_metadata, "temperature", None)
+    for name in ("top_k", "top_p"):  # None in vLLM when no request sets it
+        kwargs.setdefault(name, getattr(sampling_metadata, name, None))
     return rejection_sample(md.draft_token_ids, list(md.num_draft_tokens), int(md.max_spec_len),
                             md.cu_num_draft_tokens, logits, temperature, seed, offset, **kwargs)

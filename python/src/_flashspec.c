@@ -113,9 +113,33 @@ static int parse_drafts(PyObject *t, fs_drafts *d)
     return 0;
 }
 
+/* (num_requests, num_nodes, max_depth, max_children, tokens_ptr, parents_ptr,
+ *  node_offsets_ptr) -> fs_draft_tree */
+static int parse_tree(PyObject *t, fs_draft_tree *d)
+{
+    long long requests, nodes, max_depth, max_children;
+    unsigned long long tokens, parents, offsets;
+    if (!PyArg_ParseTuple(t,
+                          "LLLLKKK;tree must be (num_requests, num_nodes, max_depth, "
+                          "max_children, tokens_ptr, parents_ptr, node_offsets_ptr)",
+                          &requests, &nodes, &max_depth, &max_children, &tokens, &parents,
+                          &offsets))
+        return -1;
+    memset(d, 0, sizeof *d);
+    d->num_requests = requests;
+    d->num_nodes = nodes;
+    d->max_depth = max_depth;
+    d->max_children = max_children;
+    d->tokens = (const int32_t *)as_ptr(tokens);
+    d->parents = (const int32_t *)as_ptr(parents);
+    d->node_offsets = (const int32_t *)as_ptr(offsets);
+    return 0;
+}
+
 /* The fs_sampling fields the binding knows, all pointers. */
 static const char *const k_sampling_fields[] = {
-    "temperature", "seed", "offset", "logit_bias", "allowed",
+    "temperature", "seed",  "offset", "logit_bias",         "allowed",
+    "top_k",       "top_p", "min_p",  "out_filter_fallback",
 };
 #define N_SAMPLING_FIELDS (sizeof k_sampling_fields / sizeof k_sampling_fields[0])
 
@@ -157,11 +181,16 @@ static int sampling_from_dict(PyObject *dict, fs_sampling *p)
     p->offset = (const uint64_t *)v[2];
     p->logit_bias = (const float *)v[3];
     p->allowed = (const uint32_t *)v[4];
+    p->top_k = (const int32_t *)v[5];
+    p->top_p = (const float *)v[6];
+    p->min_p = (const float *)v[7];
+    p->out_filter_fallback = (int32_t *)v[8];
     return 0;
 unknown:
     PyErr_Format(PyExc_TypeError,
                  "sampling parameters: unknown field in %R (this build of flashspec knows "
-                 "temperature, seed, offset, logit_bias, allowed)",
+                 "temperature, seed, offset, logit_bias, allowed, top_k, top_p, min_p, "
+                 "out_filter_fallback)",
                  dict);
     return -1;
 }
@@ -343,6 +372,22 @@ static PyObject *py_verify_workspace_size(PyObject *self, PyObject *args)
     return workspace_result(ctx, st, bytes);
 }
 
+static PyObject *py_verify_tree_workspace_size(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *cap;
+    long long requests, nodes, vocab;
+    if (!PyArg_ParseTuple(args, "OLLL:verify_tree_workspace_size", &cap, &requests, &nodes,
+                          &vocab))
+        return NULL;
+    fs_context *ctx = get_ctx(cap);
+    if (!ctx)
+        return NULL;
+    size_t bytes = 0;
+    fs_status st = fs_verify_tree_workspace_size(ctx, requests, nodes, vocab, &bytes);
+    return workspace_result(ctx, st, bytes);
+}
+
 /* sample(ctx, head, hidden, rows, params, ws, ws_bytes, out_tokens,
  *        out_logprobs, out_row_status) -> status */
 static PyObject *py_sample(PyObject *self, PyObject *args)
@@ -500,6 +545,65 @@ static PyObject *py_verify_logits(PyObject *self, PyObject *args)
     return op_result(ctx, st);
 }
 
+/* verify_tree(ctx, head, target_hidden, tree, params, ws, ws_bytes, out_tokens,
+ *             out_path_nodes, out_num_emitted, out_logprobs, out_row_status) */
+static PyObject *py_verify_tree(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *cap, *head_t, *tree_t, *params_d;
+    unsigned long long hidden, ws, tokens, path, emitted, logprobs, status;
+    Py_ssize_t ws_bytes;
+    if (!PyArg_ParseTuple(args, "OOKOOKnKKKKK:verify_tree", &cap, &head_t, &hidden, &tree_t,
+                          &params_d, &ws, &ws_bytes, &tokens, &path, &emitted, &logprobs,
+                          &status))
+        return NULL;
+    fs_context *ctx = get_ctx(cap);
+    fs_lm_head head;
+    fs_draft_tree t;
+    fs_sampling p;
+    if (!ctx || parse_head(head_t, &head) || parse_tree(tree_t, &t) ||
+        sampling_from_dict(params_d, &p))
+        return NULL;
+    fs_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = fs_verify_tree(ctx, &head, as_ptr(hidden), &t, &p, as_ptr(ws), (size_t)ws_bytes,
+                        (int32_t *)as_ptr(tokens), (int32_t *)as_ptr(path),
+                        (int32_t *)as_ptr(emitted), (float *)as_ptr(logprobs),
+                        (int32_t *)as_ptr(status));
+    Py_END_ALLOW_THREADS
+    return op_result(ctx, st);
+}
+
+/* verify_tree_logits(ctx, logits, dtype, vocab, tree, params, ws, ws_bytes,
+ *                    out_tokens, out_path_nodes, out_num_emitted, out_logprobs,
+ *                    out_row_status) */
+static PyObject *py_verify_tree_logits(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *cap, *tree_t, *params_d;
+    unsigned long long logits, ws, tokens, path, emitted, logprobs, status;
+    long long vocab;
+    int dtype;
+    Py_ssize_t ws_bytes;
+    if (!PyArg_ParseTuple(args, "OKiLOOKnKKKKK:verify_tree_logits", &cap, &logits, &dtype,
+                          &vocab, &tree_t, &params_d, &ws, &ws_bytes, &tokens, &path, &emitted,
+                          &logprobs, &status))
+        return NULL;
+    fs_context *ctx = get_ctx(cap);
+    fs_draft_tree t;
+    fs_sampling p;
+    if (!ctx || parse_tree(tree_t, &t) || sampling_from_dict(params_d, &p))
+        return NULL;
+    fs_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = fs_verify_tree_logits(ctx, as_ptr(logits), (fs_dtype)dtype, vocab, &t, &p, as_ptr(ws),
+                               (size_t)ws_bytes, (int32_t *)as_ptr(tokens),
+                               (int32_t *)as_ptr(path), (int32_t *)as_ptr(emitted),
+                               (float *)as_ptr(logprobs), (int32_t *)as_ptr(status));
+    Py_END_ALLOW_THREADS
+    return op_result(ctx, st);
+}
+
 /* ---- module ------------------------------------------------------------ */
 
 static PyMethodDef k_methods[] = {
@@ -523,6 +627,9 @@ static PyMethodDef k_methods[] = {
     {"draft_argmax_logits", py_draft_argmax_logits, METH_VARARGS, NULL},
     {"verify", py_verify, METH_VARARGS, NULL},
     {"verify_logits", py_verify_logits, METH_VARARGS, NULL},
+    {"verify_tree_workspace_size", py_verify_tree_workspace_size, METH_VARARGS, NULL},
+    {"verify_tree", py_verify_tree, METH_VARARGS, NULL},
+    {"verify_tree_logits", py_verify_tree_logits, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL},
 };
 
@@ -560,6 +667,9 @@ PyMODINIT_FUNC PyInit__flashspec(void)
         {"ROW_BAD_OFFSETS", FS_ROW_BAD_OFFSETS},
         {"ROW_NONFINITE", FS_ROW_NONFINITE},
         {"ROW_ALL_MASKED", FS_ROW_ALL_MASKED},
+        {"ROW_BAD_TREE", FS_ROW_BAD_TREE},
+        {"ROW_BAD_FILTER", FS_ROW_BAD_FILTER},
+        {"TREE_MAX_CHILDREN", FS_TREE_MAX_CHILDREN},
         {"DTYPE_F32", FS_DTYPE_F32},
         {"DTYPE_F16", FS_DTYPE_F16},
         {"DTYPE_BF16", FS_DTYPE_BF16},

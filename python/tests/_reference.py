@@ -8,8 +8,11 @@
   algorithm, not taken from the package.
 * verify_law: the exact joint law of (accepted count, emitted token) of one
   request, for the chi-squared tests.
+* filtered_probs: one row's target after temperature, bias, mask, top-k,
+  top-p and min-p, by sorting.
+* reference_tree_greedy: the greedy (T = 0) walk of tree verify.
 """
-from typing import Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -90,3 +93,60 @@ def outcome_counts(tokens: torch.Tensor, num_emitted: torch.Tensor, n: int, v: i
     counts = np.zeros((n + 1, v))
     np.add.at(counts, (k, y), 1)
     return counts
+
+
+def filtered_probs(logits, temperature: float, bias=None, allowed=None, top_k: int = 0,
+                   top_p: float = 1.0, min_p: float = 0.0) -> np.ndarray:
+    """The filtered target of one row, float64 [V], by sorting: scores
+    s = (l + b) / T on the allowed tokens, then top-k (keep s >= the k-th
+    largest, ties kept), top-p on the renormalised top-k set (keep a token iff
+    the strictly higher-scoring ones hold less than top_p: the token crossing
+    top_p is kept), min-p (keep p >= min_p * p_max), and the softmax of s over
+    what is kept.  Off values: top_k 0 or >= V, top_p 1, min_p 0."""
+    s = np.asarray(logits, dtype=np.float64).copy()
+    if bias is not None:
+        s = s + np.asarray(bias, dtype=np.float64)
+    s = s / temperature
+    if allowed is not None:
+        s = np.where(np.asarray(allowed, dtype=bool), s, -np.inf)
+    keep = np.isfinite(s)
+    if 0 < top_k < s.size:
+        kth = np.sort(s[keep])[::-1][min(top_k, keep.sum()) - 1]
+        keep &= s >= kth
+    if top_p < 1.0:
+        p = np.where(keep, np.exp(s - s[keep].max()), 0.0)
+        p /= p.sum()
+        order = np.argsort(-s, kind="stable")
+        higher = np.empty_like(p)  # mass of the tokens scoring strictly higher
+        acc, i = 0.0, 0
+        while i < order.size:  # tie groups share one fate
+            j = i
+            while j < order.size and s[order[j]] == s[order[i]]:
+                j += 1
+            higher[order[i:j]] = acc
+            acc += p[order[i:j]].sum()
+            i = j
+        keep &= higher < top_p
+    if min_p > 0.0:
+        keep &= s - s[keep].max() >= np.log(min_p)
+    out = np.where(keep, np.exp(s - s[keep].max()), 0.0)
+    return out / out.sum()
+
+
+def reference_tree_greedy(logits: torch.Tensor, tokens: Sequence[int],
+                          parents: Sequence[int]) -> Tuple[List[int], List[int]]:
+    """Tree verify of one request at T = 0, walked in plain Python: logits
+    [n + 1, V] (row 0 the root, row 1 + i node i).  At the current node the
+    child (lowest index first) whose token is the argmax is accepted; if none
+    is, the argmax is emitted and the walk stops; at a leaf the argmax is the
+    bonus token.  Returns (emitted tokens, accepted node indices)."""
+    top = logits.double().argmax(dim=1).tolist()
+    emitted, path, node = [], [], -1
+    while True:
+        a = top[node + 1]
+        child = next((i for i, par in enumerate(parents) if par == node and tokens[i] == a), None)
+        emitted.append(a)
+        if child is None:
+            return emitted, path
+        path.append(child)
+        node = child

@@ -27,6 +27,10 @@ def test_enum_values_from_header():
     assert "size" in C.status_string(C.ERR_INVALID_SIZE)
     assert "temperature" in flashspec.row_status_string(flashspec.ROW_BAD_TEMPERATURE)
     assert flashspec.MIN_TEMPERATURE == pytest.approx(1e-5)
+    assert (C.ROW_BAD_TREE, C.ROW_BAD_FILTER, C.TREE_MAX_CHILDREN) == (6, 7, 16)
+    assert flashspec.ROW_BAD_FILTER == C.ROW_BAD_FILTER
+    assert flashspec.ROW_BAD_TREE == C.ROW_BAD_TREE
+    assert "top_p" in flashspec.row_status_string(flashspec.ROW_BAD_FILTER)
 
 
 def test_library_error_carries_message():

@@ -107,6 +107,28 @@ def test_no_host_sync():
         torch.cuda.set_sync_debug_mode(0)
 
 
+def test_filters_and_tree_no_host_sync():
+    h, w = head(8000, 128, 20)
+    t = torch.ones(20, device="cuda")
+    s = torch.arange(20, device="cuda")
+    k = torch.full((20,), 100, dtype=torch.int32, device="cuda")  # > 64: the second pass
+    tokens = torch.zeros(15, dtype=torch.int32, device="cuda")
+    parents = torch.tensor([-1, 0, 0] * 5, dtype=torch.int32, device="cuda")
+    cu = torch.arange(0, 16, 3, dtype=torch.int32, device="cuda")
+    flashspec.sample(h, w, t, s, top_k=k, return_filter_fallback=True)  # warm
+    flashspec.verify_tree(h, w, tokens, parents, cu, t[:5], s[:5])
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        flashspec.sample(h, w, t, s, top_k=k, top_p=0.9, min_p=0.01,
+                         return_filter_fallback=True)
+        flashspec.verify_tree(h, w, tokens, parents, cu, t[:5], s[:5], max_depth=2,
+                              max_children=2, return_logprobs=True)
+        flashspec.verify_tree(h, w, tokens, parents, cu, t[:5], s[:5])  # default bounds
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+
+
 def test_cuda_graph_capture_and_replay():
     h, w = head(16000, 256, 8)
     t = torch.ones(8, device="cuda")

@@ -167,6 +167,31 @@ def test_from_metadata(device):
     assert torch.equal(out.output_token_ids.cpu(), ref)
 
 
+def test_top_k_top_p_reach_the_target(device):
+    """vLLM v1 applies top-k / top-p to the target probabilities: top_k = 1
+    (or a top_p below the argmax's mass) at T = 1 makes every request emit
+    exactly the greedy reference, by argument and from the metadata."""
+    batch = len(NUM_DRAFTS)
+    ones = torch.ones(batch, device=device)
+    for seed in range(3):
+        logits, drafts, cu = vllm_batch(NUM_DRAFTS, seed=seed, device=device)
+        ref = reference_rejection_sample(drafts, NUM_DRAFTS, 4, logits, None)
+        k1 = torch.ones(batch, dtype=torch.int32, device=device)
+        out = rejection_sample(drafts, NUM_DRAFTS, 4, cu, logits, ones,
+                               torch.arange(batch, device=device), top_k=k1)
+        assert torch.equal(out.output_token_ids.cpu(), ref)
+        md = SimpleNamespace(draft_token_ids=drafts, num_draft_tokens=NUM_DRAFTS,
+                             max_spec_len=4, cu_num_draft_tokens=cu)
+        sm = SimpleNamespace(all_greedy=False, temperature=ones, top_k=None,
+                             top_p=torch.full((batch,), 1e-3, device=device))
+        out = rejection_sample_from_metadata(md, logits, sm, torch.arange(batch, device=device))
+        assert torch.equal(out.output_token_ids.cpu(), ref)
+        # without the filters the same seeds sample away from the argmax
+        sm.top_p = None
+        out = rejection_sample_from_metadata(md, logits, sm, torch.arange(batch, device=device))
+        assert not torch.equal(out.output_token_ids.cpu(), ref)
+
+
 def test_errors(device):
     logits, drafts, cu = vllm_batch(NUM_DRAFTS, device=device)
     seeds = torch.arange(8, device=device)
