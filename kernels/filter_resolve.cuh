@@ -209,6 +209,7 @@ __device__ int fs_filter_resolve_row(int64_t row, const fs_record &rec, const fs
             }
             const int need = sh_need;
             const unsigned int hit = __ballot_sync(0xffffffffu, incl >= (unsigned int)need);
+            __syncwarp(); /* every lane has read sh_need before one lane writes it */
             if (lane == __ffs(hit) - 1) {
                 unsigned int above = incl - part;
                 for (int i = 0; i < 8; ++i) {
