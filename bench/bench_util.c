@@ -35,6 +35,27 @@ void bu_parse_list(const char *s, int64_t *out, int *n, int max)
     }
 }
 
+void bu_parse_args(int argc, char **argv, const bu_list_opt *lists, int nlists, int *rounds,
+                   int *reps, int max_samples)
+{
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--rounds"))
+            *rounds = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--reps"))
+            *reps = atoi(argv[i + 1]);
+        else
+            for (int k = 0; k < nlists; ++k)
+                if (!strcmp(argv[i] + 2, lists[k].name) && !strncmp(argv[i], "--", 2))
+                    bu_parse_list(argv[i + 1], lists[k].vals, lists[k].n, lists[k].max);
+    }
+    if (*reps < 1)
+        *reps = 1;
+    if (*rounds < 1)
+        *rounds = 1;
+    if (*rounds * *reps > max_samples)
+        *rounds = max_samples / *reps > 0 ? max_samples / *reps : 1;
+}
+
 static int cmp_d(const void *a, const void *b)
 {
     const double x = *(const double *)a, y = *(const double *)b;

@@ -16,6 +16,19 @@ void *bu_dup(const void *host, size_t n);
 /* "1,4,16" or "151936x4096,128256x8192" into out[] (up to max numbers). */
 void bu_parse_list(const char *s, int64_t *out, int *n, int max);
 
+/* A list option: --name LIST into vals (n of them, up to max). */
+typedef struct bu_list_opt {
+    const char *name;
+    int64_t *vals;
+    int *n;
+    int max;
+} bu_list_opt;
+
+/* The command line of a focused benchmark: the list options, --rounds N and
+ * --reps N; rounds is then capped so that rounds x reps <= max_samples. */
+void bu_parse_args(int argc, char **argv, const bu_list_opt *lists, int nlists, int *rounds,
+                   int *reps, int max_samples);
+
 /* Time methods 0 .. nmethods-1 alternated in `rounds` rounds of `reps`
  * calls each (select(arg, m) picks the method run(arg) then calls; warm-up
  * before the first round).  samples holds nmethods x rounds x reps values

@@ -145,18 +145,8 @@ int main(int argc, char **argv)
 {
     int64_t rows_list[16] = {1, 4, 16, 64}, shapes[8] = {151936, 4096, 128256, 8192};
     int nrows = 4, nshape = 4, rounds = 5, reps = 10;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--rows"))
-            bu_parse_list(argv[i + 1], rows_list, &nrows, 16);
-        else if (!strcmp(argv[i], "--shapes"))
-            bu_parse_list(argv[i + 1], shapes, &nshape, 8);
-        else if (!strcmp(argv[i], "--rounds"))
-            rounds = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--reps"))
-            reps = atoi(argv[i + 1]);
-    }
-    if (rounds * reps > MAX_SAMPLES)
-        rounds = MAX_SAMPLES / reps;
+    const bu_list_opt lists[] = {{"rows", rows_list, &nrows, 16}, {"shapes", shapes, &nshape, 8}};
+    bu_parse_args(argc, argv, lists, 2, &rounds, &reps, MAX_SAMPLES);
     int device = 0;
     CUDA_CHECK(cudaSetDevice(device));
     CUDA_CHECK(bl_init(device));

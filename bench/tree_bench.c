@@ -125,20 +125,10 @@ int main(int argc, char **argv)
     int64_t reqs[16] = {1, 4, 16, 64}, nodes[16] = {8, 16, 32, 64};
     int64_t shapes[8] = {151936, 4096, 128256, 8192};
     int nreq = 4, nnode = 4, nshape = 4, rounds = 3, reps = 10;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--requests"))
-            bu_parse_list(argv[i + 1], reqs, &nreq, 16);
-        else if (!strcmp(argv[i], "--nodes"))
-            bu_parse_list(argv[i + 1], nodes, &nnode, 16);
-        else if (!strcmp(argv[i], "--shapes"))
-            bu_parse_list(argv[i + 1], shapes, &nshape, 8);
-        else if (!strcmp(argv[i], "--rounds"))
-            rounds = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--reps"))
-            reps = atoi(argv[i + 1]);
-    }
-    if (rounds * reps > MAX_SAMPLES)
-        rounds = MAX_SAMPLES / reps;
+    const bu_list_opt lists[] = {{"requests", reqs, &nreq, 16},
+                                 {"nodes", nodes, &nnode, 16},
+                                 {"shapes", shapes, &nshape, 8}};
+    bu_parse_args(argc, argv, lists, 3, &rounds, &reps, MAX_SAMPLES);
     int64_t max_rows = 0, max_req = 0;
     for (int i = 0; i < nreq; ++i)
         for (int j = 0; j < nnode; ++j) {

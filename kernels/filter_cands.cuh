@@ -27,10 +27,6 @@
 
 #define FS_CAND_LIST 4
 
-/* Row flag set by prep for the rows whose filters are active
- * (fs_filter_desc.active): the scans keep candidate lists for these only. */
-#define FS_ROWF_FILTER 4u
-
 typedef struct fs_cand_list {
     float s[FS_CAND_LIST];
     int32_t id[FS_CAND_LIST];
