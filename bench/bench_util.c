@@ -62,14 +62,15 @@ static int cmp_d(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-int bu_time_rounds(bench_timer *t, int nmethods, void (*select)(void *arg, int m),
+int bu_time_rounds(bench_timer *t, int nmethods, const char *const *names, int *method,
                    bench_op_fn run, void *arg, int rounds, int reps, double *samples,
                    double *med)
 {
     const int per = rounds * reps;
     for (int round = 0; round < rounds; ++round)
         for (int m = 0; m < nmethods; ++m) {
-            select(arg, m);
+            *method = m;
+            snprintf(bench_activity, sizeof bench_activity, "%s", names[m]);
             if (bench_time(t, run, arg, round == 0 ? 3 : 1, reps,
                            samples + (size_t)m * per + (size_t)round * reps))
                 return -1;

@@ -78,13 +78,6 @@ static fs_sampling params(const bench *b, int method)
     return p;
 }
 
-static void select_method(void *arg, int m)
-{
-    bench *b = arg;
-    b->method = m;
-    snprintf(bench_activity, sizeof bench_activity, "%s", NAMES[m]);
-}
-
 static int run(void *arg)
 {
     bench *b = arg;
@@ -246,7 +239,7 @@ int main(int argc, char **argv)
                 static double samples[M_COUNT * MAX_SAMPLES];
                 double med[M_COUNT];
                 const int ns = rounds * reps;
-                if (bu_time_rounds(&t, M_COUNT, select_method, run, &b, rounds, reps,
+                if (bu_time_rounds(&t, M_COUNT, NAMES, &b.method, run, &b, rounds, reps,
                                    samples, med))
                     return 1;
                 for (int m = 0; m < M_COUNT; ++m) {
