@@ -248,6 +248,7 @@ __device__ int fs_filter_resolve_row(int64_t row, const fs_record &rec, const fs
         f.s[rank] = g_s[tid];
         f.id[rank] = g_id[tid];
     }
+    __syncthreads(); /* f is whole before thread 0 decides on it */
     if (tid == 0) {
         f.count = count;
         f.n = N;
