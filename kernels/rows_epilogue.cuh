@@ -24,6 +24,7 @@
 #include "philox.h"
 #include "record.h"
 #include "record_shfl.cuh"
+#include "tree_record.h"
 
 namespace fshr {
 /* A row that takes sampling noise: valid and not greedy.  The producer draws
@@ -66,6 +67,52 @@ __device__ __forceinline__ float ex2(float x)
     return y;
 }
 
+/* Tree verify (tree_scan.cuh): the children of the row's node that this
+ * thread holds in this tile.  Each child's score goes to child_s (one
+ * thread in the grid holds a given (row, child) token, so no merge), and an
+ * excluded child leaves the accumulators for the record alone, like
+ * verify's excluded token: it counts in the log-sum-exp and argmax, not in
+ * the noise blocks.  Children are found by id per tile (a row has at most
+ * FS_TREE_MAX_CHILDREN); the accumulators are read through select chains
+ * under a warp-uniform loop, as prepare's excluded token is, and only in
+ * the tiles where some lane of the warp holds a child. */
+template <int HALF, int NA, class A>
+__device__ __forceinline__ void tree_children(RowState &r, float (&acc)[NA], int64_t g0, int ncols,
+                                              int gc, float it, const A &a)
+{
+    constexpr int NJ = NA / 4;
+    const fs_tree_row *t = a.tree_rows + r.row;
+    const int nc = r.scan() ? t->num_children : 0;
+    uint32_t held = 0; /* bit k: this thread holds children[k] in this tile */
+    for (int k = 0; k < nc; ++k) {
+        const int64_t c = (int64_t)t->children[k] - g0;
+        if (c >= 0 && c < ncols && ((c >> 1) & 3) == gc)
+            held |= 1u << k;
+    }
+    uint32_t any = __reduce_or_sync(0xffffffffu, held);
+    while (any) { /* warp-uniform */
+        const int k = __ffs(any) - 1;
+        any &= any - 1u;
+        const bool h = (held >> k) & 1u;
+        const int col = h ? (int)((int64_t)t->children[k] - g0) : -1;
+        const bool ex = h && ((t->excluded_mask >> k) & 1u);
+        float v = -INFINITY;
+#pragma unroll
+        for (int j = 0; j < NJ; ++j)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const int cc = 8 * j + 2 * gc + e;
+                v = cc == col ? FSHR_ACC(j, e) : v;
+                FSHR_ACC(j, e) = ex && cc == col ? -INFINITY : FSHR_ACC(j, e);
+            }
+        const float sc = fs_score(v, 0.0f, it);
+        if (h && sc > -INFINITY && sc < INFINITY)
+            a.tree_child_s[(int64_t)r.row * FS_TREE_MAX_CHILDREN + k] = sc;
+        if (ex)
+            fs_record_push(&r.rec, r.d, (int32_t)(g0 + col), sc);
+    }
+}
+
 /* The epilogue works in logit units: a token's score is v * it (it = 1/T),
  * where v is its logit (plus its bias when the call has a bias; -inf when
  * masked, out of range or removed), so the fast path writes nothing back and
@@ -73,7 +120,7 @@ __device__ __forceinline__ float ex2(float x)
  * bias and the tile's range, and the exceptional tokens -- the excluded one
  * leaves (its score goes into the record alone), the selected one's score is
  * kept.  Slow paths only where a warp needs them. */
-template <int HALF, int NA, class A>
+template <int HALF, int NA, bool TREE, class A>
 __device__ __forceinline__ void prepare(RowState &r, float (&acc)[NA], int64_t v0, int ncols,
                                         int gc, const A &a)
 {
@@ -141,6 +188,8 @@ __device__ __forceinline__ void prepare(RowState &r, float (&acc)[NA], int64_t v
         if (hx)
             fs_record_push(&r.rec, r.d, (int32_t)(g0 + ix), fs_score(vx, 0.0f, it));
     }
+    if (TREE)
+        tree_children<HALF, NA>(r, acc, g0, ncols, gc, it, a);
 }
 
 /* max that returns NaN when either input is NaN (fmaxf drops it): the
@@ -403,14 +452,14 @@ __device__ __forceinline__ void noise(RowState &r, const float (&acc)[NA], int64
 
 /* One row's epilogue for one tile.  LSE = false (draft argmax: only the max
  * and its id are read) skips the exponentials; the record's sum_exp is then
- * meaningless. */
-template <int HALF, int NA, bool LSE, class A>
+ * meaningless.  TREE: the rows are tree verify's (tree_children). */
+template <int HALF, int NA, bool LSE, bool TREE, class A>
 __device__ __forceinline__ void row_tile(RowState &r, float (&acc)[NA], int64_t v0, int ncols,
                                          int gc, const A &a, const float4 *nz)
 {
     constexpr int NB = NA / 8;
     const int64_t g0 = a.vocab_offset + v0;
-    prepare<HALF, NA>(r, acc, v0, ncols, gc, a);
+    prepare<HALF, NA, TREE>(r, acc, v0, ncols, gc, a);
     const float it = r.d->inv_temp, c = it * 1.4426950408889634f;
     float m;
     int mcol;

@@ -559,12 +559,11 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
     if (fs_hopper_kernel_for(rows, opts) == FS_HOPPER_ROWS) {
         if (opts && opts->cands)
             return (int)cudaErrorInvalidValue; /* no candidate lists in the rows kernel */
-        if (tree_rows) /* its register epilogue has no tree push */
-            return (int)cudaErrorInvalidValue;
         const RowsKnobs k = rows_knobs(opts);
         return fs_hopper_rows_launch(W, H, is_bf16, V_local, D, rows, vocab_offset, global_vocab,
                                      descs, logit_bias, allowed, recs, n_recs, tail, k.multicast,
-                                     k.row_block, opts && opts->argmax_only, device, stream);
+                                     k.row_block, opts && opts->argmax_only, tree_rows,
+                                     tree_rows ? opts->tree_child_s : nullptr, device, stream);
     }
 
     const int bn = pick_bn(rows);

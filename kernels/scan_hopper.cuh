@@ -61,8 +61,7 @@ typedef struct fs_hopper_opts {
                                  caller merges the records itself */
     fs_cand_list *cands;      /* the filters' candidate lists (tile kernel only), n_recs *
                                  FS_HOPPER_TILE_LISTS per row; NULL: no filters */
-    /* tree verify (tree_scan.cuh): the rows' children and their scores; tile kernel only
-       (a launch that would take the rows kernel fails with cudaErrorInvalidValue) */
+    /* tree verify (tree_scan.cuh): the rows' children and their scores; either kernel */
     const fs_tree_row *tree_rows;
     float *tree_child_s;
 } fs_hopper_opts;

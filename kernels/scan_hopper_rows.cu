@@ -139,6 +139,10 @@ struct Args {
     int64_t rows, V, vocab_offset, global_vocab, words;
     int n_rb, slots, units, kblocks, tail_on;
     fs_tail_args tail;
+    /* tree verify only (the TREE kernels; tree_scan.cuh): the rows' children
+       and the children's scores [rows][FS_TREE_MAX_CHILDREN] */
+    const fs_tree_row *tree_rows;
+    float *tree_child_s;
 };
 
 /* Units [u0, u1) of slot `slot`. */
@@ -233,7 +237,7 @@ __device__ __forceinline__ void issue_step(int j, const CUtensorMap *tmw, const 
                     (int)slice_base(rb, w, S::BR, a.rows), full, pol_h);
 }
 
-template <int NWG, bool BF16, int CL, bool LSE>
+template <int NWG, bool BF16, int CL, bool LSE, bool TREE>
 __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
     fshr_scan_kernel(const __grid_constant__ CUtensorMap tmw, const __grid_constant__ CUtensorMap tmh,
                      const __grid_constant__ CUtensorMap tms, const Args a)
@@ -399,8 +403,8 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
 #else
         if (LSE)
             mbar_wait(FSHR_NOISE_FULL, (uint32_t)t & 1u);
-        row_tile<0, NA, LSE>(r0, acc, v0, (int)nc, gc, a, s_noise + lr * (NBT / 2));
-        row_tile<1, NA, LSE>(r1, acc, v0, (int)nc, gc, a, s_noise + (lr + 8) * (NBT / 2));
+        row_tile<0, NA, LSE, TREE>(r0, acc, v0, (int)nc, gc, a, s_noise + lr * (NBT / 2));
+        row_tile<1, NA, LSE, TREE>(r1, acc, v0, (int)nc, gc, a, s_noise + (lr + 8) * (NBT / 2));
         if (LSE) /* the noise buffer is free for tile t + 1 */
             mbar_arrive(FSHR_NOISE_EMPTY);
 #endif
@@ -424,7 +428,7 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
 
 #else /* not sm_90a: the kernel exists (for the host stub) but is empty */
 
-template <int NWG, bool BF16, int CL, bool LSE>
+template <int NWG, bool BF16, int CL, bool LSE, bool TREE>
 __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
     fshr_scan_kernel(const __grid_constant__ CUtensorMap tmw, const __grid_constant__ CUtensorMap tmh,
                      const __grid_constant__ CUtensorMap tms, const Args a)
@@ -433,10 +437,10 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
 
 #endif /* FSH_SM90A */
 
-template <int NWG, bool BF16, int CL, bool LSE> cudaError_t configure(int device)
+template <int NWG, bool BF16, int CL, bool LSE, bool TREE> cudaError_t configure(int device)
 {
     static unsigned long long done = 0;
-    return set_smem_once(reinterpret_cast<const void *>(fshr_scan_kernel<NWG, BF16, CL, LSE>),
+    return set_smem_once(reinterpret_cast<const void *>(fshr_scan_kernel<NWG, BF16, CL, LSE, TREE>),
                          Shape<NWG>::SMEM, &done, device);
 }
 
@@ -446,29 +450,38 @@ struct Maps {
     CUtensorMap w, h, s;
 };
 
-template <int NWG, bool BF16, int CL, bool LSE>
+template <int NWG, bool BF16, int CL, bool LSE, bool TREE>
 cudaError_t launch(fs_pdl_config &pc, const Maps &m, const Args &a, int device)
 {
-    cudaError_t e = configure<NWG, BF16, CL, LSE>(device);
+    cudaError_t e = configure<NWG, BF16, CL, LSE, TREE>(device);
     if (e != cudaSuccess)
         return e;
     pc.cluster_x(CL);
-    return cudaLaunchKernelEx(&pc.cfg, fshr_scan_kernel<NWG, BF16, CL, LSE>, m.w, m.h, m.s, a);
+    return cudaLaunchKernelEx(&pc.cfg, fshr_scan_kernel<NWG, BF16, CL, LSE, TREE>, m.w, m.h, m.s,
+                              a);
+}
+
+/* The epilogue variants: argmax only (no exponentials), sampling / verify,
+ * tree verify (a separate kernel, so that the others carry no tree code). */
+enum Epi { EPI_ARGMAX, EPI_LSE, EPI_TREE };
+
+template <int NWG, bool BF16, int CL>
+cudaError_t launch_epi(Epi epi, fs_pdl_config &pc, const Maps &m, const Args &a, int device)
+{
+    return epi == EPI_ARGMAX ? launch<NWG, BF16, CL, false, false>(pc, m, a, device)
+           : epi == EPI_LSE  ? launch<NWG, BF16, CL, true, false>(pc, m, a, device)
+                             : launch<NWG, BF16, CL, true, true>(pc, m, a, device);
 }
 
 template <int NWG>
-cudaError_t launch_shape(bool bf16, int cl, bool lse, fs_pdl_config &pc, const Maps &m,
+cudaError_t launch_shape(bool bf16, int cl, Epi epi, fs_pdl_config &pc, const Maps &m,
                          const Args &a, int device)
 {
     if (cl == 2)
-        return bf16 ? (lse ? launch<NWG, true, 2, true>(pc, m, a, device)
-                           : launch<NWG, true, 2, false>(pc, m, a, device))
-                    : (lse ? launch<NWG, false, 2, true>(pc, m, a, device)
-                           : launch<NWG, false, 2, false>(pc, m, a, device));
-    return bf16 ? (lse ? launch<NWG, true, 1, true>(pc, m, a, device)
-                       : launch<NWG, true, 1, false>(pc, m, a, device))
-                : (lse ? launch<NWG, false, 1, true>(pc, m, a, device)
-                       : launch<NWG, false, 1, false>(pc, m, a, device));
+        return bf16 ? launch_epi<NWG, true, 2>(epi, pc, m, a, device)
+                    : launch_epi<NWG, false, 2>(epi, pc, m, a, device);
+    return bf16 ? launch_epi<NWG, true, 1>(epi, pc, m, a, device)
+                : launch_epi<NWG, false, 1>(epi, pc, m, a, device);
 }
 
 /* Clusters of the two row blocks of a slot when there are two: W is then
@@ -494,11 +507,11 @@ template <int NWG> int max_clusters_2()
         if (k > 0)
             return k - 1;
     }
-    if (configure<NWG, true, 2, true>(device) != cudaSuccess)
+    if (configure<NWG, true, 2, true, false>(device) != cudaSuccess)
         return 0;
     fs_pdl_config pc(dim3(2), dim3(Shape<NWG>::THREADS), Shape<NWG>::SMEM, nullptr, false);
     pc.cluster_x(2);
-    if (cudaOccupancyMaxActiveClusters(&n, fshr_scan_kernel<NWG, true, 2, true>, &pc.cfg) !=
+    if (cudaOccupancyMaxActiveClusters(&n, fshr_scan_kernel<NWG, true, 2, true, false>, &pc.cfg) !=
         cudaSuccess) {
         (void)cudaGetLastError();
         return 0;
@@ -548,7 +561,8 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
                                      int64_t global_vocab, const fs_row_desc *descs,
                                      const float *logit_bias, const uint32_t *allowed,
                                      fs_record *recs, int64_t slots, const fs_tail_args *tail,
-                                     int multicast, int row_block, int argmax_only, int device,
+                                     int multicast, int row_block, int argmax_only,
+                                     const fs_tree_row *tree_rows, float *tree_child_s, int device,
                                      cudaStream_t stream)
 {
     using namespace fshr;
@@ -556,7 +570,8 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
     const int64_t n_rb = row_blocks(rows, br);
     const int64_t units = (V_local + UNIT - 1) / UNIT;
     const int64_t grid = slots * n_rb;
-    if (slots < 1 || slots > units || grid > INT32_MAX || rows > INT32_MAX || units > INT32_MAX)
+    if (slots < 1 || slots > units || grid > INT32_MAX || rows > INT32_MAX || units > INT32_MAX ||
+        (tree_rows && (argmax_only || !tree_child_s)))
         return (int)cudaErrorInvalidValue;
     Args a;
     fill_scan_args(a, descs, logit_bias, allowed, recs, rows, V_local, vocab_offset, global_vocab,
@@ -564,6 +579,8 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
     a.n_rb = (int)n_rb;
     a.slots = (int)slots;
     a.units = (int)units;
+    a.tree_rows = tree_rows;
+    a.tree_child_s = tree_rows ? tree_child_s : nullptr;
 
     Maps m;
     cudaError_t e = make_map(&m.w, W, is_bf16, D, V_local, UNIT);
@@ -578,8 +595,9 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
     fs_pdl_config pc(dim3((unsigned)grid), dim3(wide ? Shape<3>::THREADS : Shape<2>::THREADS),
                      wide ? Shape<3>::SMEM : Shape<2>::SMEM, stream, true);
     const int cl = cluster_size(n_rb, multicast);
-    const bool bf = is_bf16 != 0, lse = !argmax_only;
-    e = wide ? launch_shape<3>(bf, cl, lse, pc, m, a, device)
-             : launch_shape<2>(bf, cl, lse, pc, m, a, device);
+    const bool bf = is_bf16 != 0;
+    const Epi epi = argmax_only ? EPI_ARGMAX : tree_rows ? EPI_TREE : EPI_LSE;
+    e = wide ? launch_shape<3>(bf, cl, epi, pc, m, a, device)
+             : launch_shape<2>(bf, cl, epi, pc, m, a, device);
     return (int)(e != cudaSuccess ? e : cudaGetLastError());
 }

@@ -29,13 +29,16 @@ int64_t fs_hopper_rows_slots(int64_t V_local, int64_t rows, int sm_count, int mu
 /* Record (row r, slot k) goes to recs[r * slots + k]; slots must be
  * fs_hopper_rows_slots(V_local, rows, sm_count, multicast, row_block).  tail: run by the
  * last CTA (NULL: none).  argmax_only: the rows are draft argmax's, whose
- * records need no sum of exponentials (sum_exp is then meaningless). */
+ * records need no sum of exponentials (sum_exp is then meaningless).
+ * tree_rows (NULL: none): the rows are tree verify's, with their children's
+ * scores written to tree_child_s [rows][FS_TREE_MAX_CHILDREN] (tree_scan.cuh). */
 int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, int64_t V_local, int64_t D,
                           int64_t rows, int64_t vocab_offset, int64_t global_vocab,
                           const fs_row_desc *descs, const float *logit_bias,
                           const uint32_t *allowed, fs_record *recs, int64_t slots,
                           const fs_tail_args *tail, int multicast, int row_block,
-                          int argmax_only, int device, cudaStream_t stream);
+                          int argmax_only, const fs_tree_row *tree_rows, float *tree_child_s,
+                          int device, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

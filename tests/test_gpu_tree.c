@@ -3,9 +3,12 @@
  * fp16 / fp32 heads) and over logits (fp32 / bf16), ragged trees of several
  * shapes (chains, stars of up to 16 children, random mixed trees, empty
  * requests), greedy and sampled requests, with and without bias and mask,
- * row counts that take the Hopper tile kernel (<= 160 rows) and the generic
- * tensor-core scan (240 rows; every count under FLASHSPEC_DISABLE_HOPPER=1,
- * ctest's test_gpu_tree_generic).
+ * row counts that take the Hopper tile kernel (< 97 rows) and the rows-as-M
+ * kernel (153 rows: one 192-row CTA; 240 and 300 rows: 128-row blocks, two
+ * of them in 2-CTA clusters).  ctest runs it again with the rows kernel at
+ * every count (test_gpu_tree_rowsm), the tile kernel up to 160 rows
+ * (test_gpu_tree_tile) and the generic tensor-core scan at every count
+ * (FLASHSPEC_DISABLE_HOPPER=1, test_gpu_tree_generic).
  *
  * Statuses must be equal.  Tokens, path nodes and counts must be equal
  * except where the double-precision oracle (tests/support/naive_tree.c)
@@ -486,15 +489,14 @@ static void test_fused(void **state)
 {
     (void)state;
     static const tcase cs[] = {
-        /* Hopper tile kernel (<= 160 rows) */
         {1, FS_DTYPE_BF16, 5003, 136, SH_MIXED, 14, 1},
-        {1, FS_DTYPE_BF16, 5003, 136, SH_STAR, 17, 1}, /* 153 rows: the 160-row block */
+        {1, FS_DTYPE_BF16, 5003, 136, SH_STAR, 17, 1}, /* 153 rows */
         {1, FS_DTYPE_BF16, 5003, 136, SH_CHAIN, 14, 0},
         {1, FS_DTYPE_BF16, 4099, 264, SH_MIXED, 10, 0},
         {1, FS_DTYPE_BF16, 2000, 4096, SH_MIXED, 5, 1},
-        /* generic tensor-core scan (> 160 rows) */
-        {1, FS_DTYPE_BF16, 5003, 136, SH_FIXED5, 40, 1},
+        {1, FS_DTYPE_BF16, 5003, 136, SH_FIXED5, 40, 1}, /* 240 rows */
         {1, FS_DTYPE_BF16, 3001, 100, SH_MIXED, 50, 0},
+        {1, FS_DTYPE_F16, 6007, 264, SH_FIXED5, 50, 1}, /* 300 rows: 3 row blocks */
         /* fp16 head; fp32 head (SIMT scan) */
         {1, FS_DTYPE_F16, 3001, 136, SH_MIXED, 12, 1},
         {1, FS_DTYPE_F32, 1001, 33, SH_MIXED, 12, 1},
