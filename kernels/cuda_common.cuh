@@ -273,9 +273,10 @@ cudaError_t fs_launch_scan_simt(const fs_op_args *a, const fs_scan_args *s, cuda
 /* The fused scan of an op (cuda_ops.cu): the Hopper scans (TMA + wgmma)
  * where the device, dtype, D and alignment allow, the generic tensor-core
  * scan otherwise, or when the library was built without sm_90a code (the
- * context then stops trying); fp32 heads the SIMT scan.  Ops whose rows
- * need the per-block epilogue (s->cands or s->tree_rows set) take the
- * Hopper tile kernel up to its 160 rows, the generic scan beyond.  Sets
+ * context then stops trying); fp32 heads the SIMT scan.  Filtered ops
+ * (s->cands set) need the tile kernel's per-block epilogue: past its 160
+ * rows they run it over row chunks of at most 160.  Tree verify
+ * (s->tree_rows) takes either Hopper kernel, as the other ops do.  Sets
  * s->tiles_per_row (records per row); *tile_kernel: the Hopper tile kernel
  * ran; the Hopper scans end the op themselves when `tail` allows, and
  * *tail_ran says whether this one did. */
@@ -288,6 +289,17 @@ cudaError_t fs_launch_fused_scan(fs_context *ctx, const fs_op_args *a, fs_scan_a
 int64_t fs_logits_chunk(int64_t rows, int64_t vocab, int sm_count);
 cudaError_t fs_launch_scan_logits(const fs_op_args *a, const fs_scan_args *s, int64_t chunk,
                                   cudaStream_t stream);
+
+/* The scan arguments every op shares, from its fs_op_args (cuda_ops.cu):
+ * the rest (cands, tree rows) is zero for the caller to set. */
+fs_scan_args fs_scan_args_make(const fs_op_args *a, const fs_row_desc *descs,
+                               fs_record *tile_recs);
+
+/* The op's scan: fs_launch_fused_scan with an LM head, the logits scan
+ * without (*tail_ran and *tile_kernel then false). */
+cudaError_t fs_launch_scan(fs_context *ctx, const fs_op_args *a, fs_scan_args *s,
+                           const fs_tail_args *tail, bool *tail_ran, bool *tile_kernel,
+                           cudaStream_t stream);
 
 /* Per-row merge of tile records into row_recs (merge_finalize.cu); with
  * finalize != 0, sample and argmax rows are finalized into a's outputs by the

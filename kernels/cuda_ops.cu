@@ -127,6 +127,24 @@ const char *op_name(fs_op op)
 
 } // namespace
 
+/* The Hopper tile kernel over rows [r0, r0 + nr) of the op: the rows' own
+ * slices of H, descriptors, bias, mask, records and candidate lists. */
+static cudaError_t launch_tile_rows(const fs_context *ctx, const fs_op_args *a,
+                                    const fs_scan_args *s, fs_hopper_opts o, int64_t n_recs,
+                                    int64_t r0, int64_t nr, cudaStream_t stream)
+{
+    const fs_lm_head *h = a->head;
+    const char *H = static_cast<const char *>(a->hidden) + r0 * h->hidden_dim * 2; /* 16-bit */
+    if (o.cands)
+        o.cands += r0 * n_recs * FS_HOPPER_TILE_LISTS;
+    return (cudaError_t)fs_hopper_scan_launch_ex(
+        h->weight, H, h->dtype == FS_DTYPE_BF16, a->vocab_size, h->hidden_dim, nr,
+        a->vocab_offset, a->global_vocab, s->descs + r0,
+        s->bias ? s->bias + r0 * a->global_vocab : nullptr,
+        s->allowed ? s->allowed + r0 * s->words : nullptr, s->tile_recs + r0 * n_recs, n_recs,
+        ctx->sm_count, &o, stream);
+}
+
 cudaError_t fs_launch_fused_scan(fs_context *ctx, const fs_op_args *a, fs_scan_args *s,
                                  const fs_tail_args *tail, bool *tail_ran, bool *tile_kernel,
                                  cudaStream_t stream)
@@ -137,39 +155,43 @@ cudaError_t fs_launch_fused_scan(fs_context *ctx, const fs_op_args *a, fs_scan_a
     s->tiles_per_row = (a->vocab_size + FS_FUSED_TILE_V - 1) / FS_FUSED_TILE_V;
     if (h->dtype == FS_DTYPE_F32)
         return fs_launch_scan_simt(a, s, stream);
-    /* candidate lists and tree rows come from the per-block epilogues: the
-       Hopper tile kernel's (up to its 160 rows) or the generic scan's, not
-       the rows kernel's register epilogue */
-    const bool block_epi = s->cands != nullptr || s->tree_rows != nullptr;
     if (ctx->hopper && fs_hopper_supported(h->hidden_dim, 1) &&
-        fs_hopper_aligned(h->weight, a->hidden) &&
-        !(block_epi && a->rows > FS_HOPPER_TILE_MAX_ROWS)) {
+        fs_hopper_aligned(h->weight, a->hidden)) {
         fs_hopper_opts o = {};
         o.rows_min = ctx->hopper_rows_min;
         o.no_multicast = ctx->hopper_no_multicast;
         o.row_block = ctx->hopper_row_block;
         o.argmax_only = a->op == FS_OP_ARGMAX;
-        if (block_epi) {
+        o.tree_rows = s->tree_rows;
+        o.tree_child_s = s->tree_child_s;
+        /* candidate lists come from the tile kernel's per-block epilogue (the
+           rows kernel's register epilogue has none): past its 160 rows the
+           rows go through it in row chunks, each re-reading W -- ceil(rows /
+           160) passes of the tile kernel, where the generic tensor-core scan
+           is ~6x slower than one pass at 320 rows */
+        const bool filt = s->cands != nullptr;
+        if (filt) {
             o.kernel = FS_HOPPER_TILE;
             o.cands = s->cands;
-            o.tree_rows = s->tree_rows;
-            o.tree_child_s = s->tree_child_s;
         }
         /* one CTA merging every row's records reads them at one SM's
            bandwidth while the others idle: past tail_rows_max rows the merge
-           kernel (programmatic launch, a block per row) is faster */
-        o.tail = a->rows <= ctx->tail_rows_max && !block_epi ? tail : nullptr;
-        const int64_t n_recs =
-            fs_hopper_records_per_row(a->vocab_size, a->rows, ctx->sm_count, &o);
-        cudaError_t e = (cudaError_t)fs_hopper_scan_launch_ex(
-            h->weight, a->hidden, h->dtype == FS_DTYPE_BF16, a->vocab_size, h->hidden_dim,
-            a->rows, a->vocab_offset, a->global_vocab, s->descs, s->bias, s->allowed,
-            s->tile_recs, n_recs, ctx->sm_count, &o, stream);
+           kernel (programmatic launch, a block per row) is faster; the
+           filters and tree verify finish in the merge kernel */
+        o.tail = a->rows <= ctx->tail_rows_max && !filt && !s->tree_rows ? tail : nullptr;
+        const int64_t chunks = filt ? (a->rows + FS_HOPPER_TILE_MAX_ROWS - 1) / FS_HOPPER_TILE_MAX_ROWS
+                                    : 1;
+        const int64_t per = (a->rows + chunks - 1) / chunks;
+        const int64_t n_recs = fs_hopper_records_per_row(a->vocab_size, per, ctx->sm_count, &o);
+        cudaError_t e = cudaSuccess;
+        for (int64_t r0 = 0; r0 < a->rows && e == cudaSuccess; r0 += per)
+            e = launch_tile_rows(ctx, a, s, o, n_recs, r0,
+                                 a->rows - r0 < per ? a->rows - r0 : per, stream);
         if (e != cudaErrorNoKernelImageForDevice && e != cudaErrorInvalidDeviceFunction) {
             /* at most min(sm_count, ceil(V / 128)) records per row, which the
                workspace holds */
             s->tiles_per_row = n_recs;
-            *tile_kernel = fs_hopper_kernel_for(a->rows, &o) == FS_HOPPER_TILE;
+            *tile_kernel = fs_hopper_kernel_for(per, &o) == FS_HOPPER_TILE;
             *tail_ran = e == cudaSuccess && o.tail;
             return e;
         }
@@ -177,6 +199,35 @@ cudaError_t fs_launch_fused_scan(fs_context *ctx, const fs_op_args *a, fs_scan_a
         ctx->hopper = 0;
     }
     return fs_launch_scan_mma(a, s, stream);
+}
+
+fs_scan_args fs_scan_args_make(const fs_op_args *a, const fs_row_desc *descs,
+                               fs_record *tile_recs)
+{
+    fs_scan_args s = {};
+    s.descs = descs;
+    s.bias = a->params ? a->params->logit_bias : nullptr;
+    s.allowed = a->params ? a->params->allowed : nullptr;
+    s.rows = a->rows;
+    s.vocab = a->vocab_size;
+    s.vocab_offset = a->vocab_offset;
+    s.global_vocab = a->global_vocab;
+    s.words = (a->global_vocab + 31) / 32;
+    s.tile_recs = tile_recs;
+    return s;
+}
+
+cudaError_t fs_launch_scan(fs_context *ctx, const fs_op_args *a, fs_scan_args *s,
+                           const fs_tail_args *tail, bool *tail_ran, bool *tile_kernel,
+                           cudaStream_t stream)
+{
+    if (a->head)
+        return fs_launch_fused_scan(ctx, a, s, tail, tail_ran, tile_kernel, stream);
+    *tail_ran = false;
+    *tile_kernel = false;
+    const int64_t chunk = fs_logits_chunk(a->rows, a->vocab_size, ctx->sm_count);
+    s->tiles_per_row = (a->vocab_size + chunk - 1) / chunk;
+    return fs_launch_scan_logits(a, s, chunk, stream);
 }
 
 extern "C" size_t fs_cuda_workspace_bytes(const fs_context *ctx, fs_op op, int64_t rows,
@@ -204,16 +255,7 @@ extern "C" fs_status fs_cuda_run(fs_context *ctx, const fs_op_args *a)
         fs_launch_prep(a, w.descs, w.pre_status, w.counter, filters ? &pf : nullptr, stream);
     const bool sharded = fs_tp_ranks(ctx) > 1;
 
-    fs_scan_args s = {};
-    s.descs = w.descs;
-    s.bias = a->params ? a->params->logit_bias : nullptr;
-    s.allowed = a->params ? a->params->allowed : nullptr;
-    s.rows = a->rows;
-    s.vocab = a->vocab_size;
-    s.vocab_offset = a->vocab_offset;
-    s.global_vocab = a->global_vocab;
-    s.words = (a->global_vocab + 31) / 32;
-    s.tile_recs = w.tile_recs;
+    fs_scan_args s = fs_scan_args_make(a, w.descs, w.tile_recs);
     s.cands = filters ? w.filt.cands : nullptr;
     /* the end of the op, for scans that run it in their last CTA: finalize
        unless the records must first be exchanged across vocabulary shards */
@@ -232,21 +274,13 @@ extern "C" fs_status fs_cuda_run(fs_context *ctx, const fs_op_args *a)
     t.stride = a->op == FS_OP_VERIFY ? a->drafts->max_drafts + 1 : 1;
     bool tail_ran = false;
     if (e == cudaSuccess) {
-        if (a->head) {
-            step = "fused scan";
-            bool tile_kernel = false;
-            e = fs_launch_fused_scan(ctx, a, &s, &t, &tail_ran, &tile_kernel, stream);
-            /* the candidate lists: every epilogue thread's in the Hopper tile
-               kernel, one per (row, tile) in the generic scans */
-            w.filt.lists_per_row = tile_kernel ? s.tiles_per_row * FS_HOPPER_TILE_LISTS
-                                               : s.tiles_per_row;
-        } else {
-            const int64_t chunk = fs_logits_chunk(a->rows, a->vocab_size, ctx->sm_count);
-            s.tiles_per_row = (a->vocab_size + chunk - 1) / chunk;
-            w.filt.lists_per_row = s.tiles_per_row;
-            step = "logits scan";
-            e = fs_launch_scan_logits(a, &s, chunk, stream);
-        }
+        step = a->head ? "fused scan" : "logits scan";
+        bool tile_kernel = false;
+        e = fs_launch_scan(ctx, a, &s, &t, &tail_ran, &tile_kernel, stream);
+        /* the candidate lists: every epilogue thread's in the Hopper tile
+           kernel, one per (row, tile or chunk) in the other scans */
+        w.filt.lists_per_row =
+            tile_kernel ? s.tiles_per_row * FS_HOPPER_TILE_LISTS : s.tiles_per_row;
     }
     /* without the tail, the merge kernel merges, and finalizes sample and
        argmax unless an exchange comes first */

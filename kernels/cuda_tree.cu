@@ -7,10 +7,10 @@
  *   merge      the chain ops' merge kernel into row_recs (merge_finalize.cu)
  *   walk       one thread per request                    (tree_finalize.cu)
  *
- * The fused scan is the Hopper tile kernel up to FS_HOPPER_TILE_MAX_ROWS rows
- * and the generic tensor-core scan beyond (or without sm_90a); the rows-as-M
- * Hopper kernel's register epilogue has no tree push, so tree verify never
- * takes it.  No op tail: the merge kernel merges every row.  Tensor
+ * The fused scan is the one the chain ops take for the same rows (the
+ * Hopper tile or rows-as-M kernel, each with its tree push; the generic
+ * tensor-core scan without sm_90a).  No op tail: the merge kernel merges
+ * every row.  Tensor
  * parallelism is refused before this runs (dispatch_tree.c): the children's
  * scores would need their own exchange.
  *
@@ -99,29 +99,13 @@ extern "C" fs_status fs_cuda_tree_run(fs_context *ctx, const fs_tree_args *ta)
     const char *step = "prep";
     cudaError_t e = fs_launch_tree_prep(ta, w.descs, w.tree_rows, w.child_s, w.pre_status, stream);
 
-    fs_scan_args s = {};
-    s.descs = w.descs;
-    s.bias = a->params->logit_bias;
-    s.allowed = a->params->allowed;
-    s.rows = a->rows;
-    s.vocab = a->vocab_size;
-    s.vocab_offset = a->vocab_offset;
-    s.global_vocab = a->global_vocab;
-    s.words = (a->global_vocab + 31) / 32;
-    s.tile_recs = w.tile_recs;
+    fs_scan_args s = fs_scan_args_make(a, w.descs, w.tile_recs);
     s.tree_rows = w.tree_rows;
     s.tree_child_s = w.child_s;
     if (e == cudaSuccess) {
-        if (a->head) {
-            step = "fused scan";
-            bool tail_ran = false, tile_kernel = false; /* no tail for tree verify */
-            e = fs_launch_fused_scan(ctx, a, &s, nullptr, &tail_ran, &tile_kernel, stream);
-        } else {
-            const int64_t chunk = fs_logits_chunk(a->rows, a->vocab_size, ctx->sm_count);
-            s.tiles_per_row = (a->vocab_size + chunk - 1) / chunk;
-            step = "logits scan";
-            e = fs_launch_scan_logits(a, &s, chunk, stream);
-        }
+        step = a->head ? "fused scan" : "logits scan";
+        bool tail_ran = false, tile_kernel = false; /* no tail for tree verify */
+        e = fs_launch_scan(ctx, a, &s, nullptr, &tail_ran, &tile_kernel, stream);
     }
     if (e == cudaSuccess) {
         step = "merge";
