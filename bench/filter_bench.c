@@ -248,7 +248,7 @@ int main(int argc, char **argv)
                     char spread[32], fbs[16];
                     bu_spread(samples + (size_t)m * ns, ns, spread, sizeof spread);
                     if (fb >= 0)
-                        snprintf(fbs, sizeof fbs, "%.0f%%", 100.0 * fb);
+                        snprintf(fbs, sizeof fbs, "%.1f%%", 100.0 * fb); /* one row in 320 shows */
                     else
                         snprintf(fbs, sizeof fbs, "-");
                     printf("%7lldx%-8lld %-6s %5lld  %-18s %9.4f %17s %9.3f %9.3f %9s\n",
