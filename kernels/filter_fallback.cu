@@ -56,6 +56,24 @@ __device__ __forceinline__ bool selecting(const fs_fallback_row &r)
     return r.phase == FS_FB_K || r.phase == FS_FB_P;
 }
 
+/* One staged chunk's FMAs for rows rsub, rsub + 2, ... (R of them per
+ * thread).  score_tile takes the fewest R that cover the group's rows: with
+ * RPT predicated FMAs and their shared loads per k, a call whose second
+ * pass had one row ran 19.5 ms with the SMs 55% busy issuing instructions
+ * that were mostly predicated off (ncu, H100, 151936 x 4096).  Every score
+ * is still summed over k in ascending order, whatever R. */
+template <int R>
+__device__ __forceinline__ void fma_chunk(float (&acc)[GROUP / (THREADS / TILE)], const Smem &sm,
+                                          int tok, int rsub)
+{
+    for (int k = 0; k < KC; ++k) {
+        const float wv = sm.u.mm.w[tok][k];
+#pragma unroll
+        for (int j = 0; j < R; ++j)
+            acc[j] = fmaf(wv, sm.u.mm.h[rsub + 2 * j][k], acc[j]);
+    }
+}
+
 /* Scores of the tile's tokens v0 .. v0 + TILE for the rows in sm.rows (the
  * first `active` slots) into sm.sc (-inf where masked, out of range or the
  * slot is empty).  vec: 16-bit W with D % 8 == 0, 16-byte aligned: W is
@@ -110,13 +128,19 @@ __device__ void score_tile(Smem &sm, const fs_op_args &a, const fs_scan_args &s,
                                       : 0.0f;
             }
             __syncthreads();
-            for (int k = 0; k < KC; ++k) {
-                const float wv = sm.u.mm.w[tok][k];
-#pragma unroll
-                for (int j = 0; j < RPT; ++j)
-                    if (rsub + 2 * j < active)
-                        acc[j] = fmaf(wv, sm.u.mm.h[rsub + 2 * j][k], acc[j]);
-            }
+            /* rows past `active` get garbage from stale h rows: their slots
+               are empty, so their scores are never written */
+            const int need = (active + 1) / 2;
+            if (need <= 1)
+                fma_chunk<1>(acc, sm, tok, rsub);
+            else if (need <= 2)
+                fma_chunk<2>(acc, sm, tok, rsub);
+            else if (need <= 4)
+                fma_chunk<4>(acc, sm, tok, rsub);
+            else if (need <= 8)
+                fma_chunk<8>(acc, sm, tok, rsub);
+            else
+                fma_chunk<RPT>(acc, sm, tok, rsub);
         }
     }
     const int64_t gid = a.vocab_offset + v0 + tok;
@@ -180,8 +204,9 @@ __global__ void __launch_bounds__(THREADS)
             }
             __syncthreads();
             for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-                score_tile(sm, a, s, src, fb, descs, t * TILE, n - g0 < GROUP ? n - g0 : GROUP, vec);
-                for (int i = tid; i < GROUP * TILE; i += THREADS) {
+                const int act = n - g0 < GROUP ? (int)(n - g0) : GROUP;
+                score_tile(sm, a, s, src, fb, descs, t * TILE, act, vec);
+                for (int i = tid; i < act * TILE; i += THREADS) {
                     const int g = i / TILE;
                     const int fi = sm.rows[g];
                     const float x = sm.sc[g][i % TILE];
