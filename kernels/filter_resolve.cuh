@@ -1,21 +1,32 @@
 /* The filters' one-pass decision on the GPU, run by the merge kernel's block
- * of a filtered row (merge_finalize.cu) once the row's record is merged:
- * the exact
- * prefix of its sorted scores from the scan's candidate lists
+ * of a filtered row (merge_finalize.cu) once the row's record is merged: the
+ * exact prefix of its sorted scores from the scan's candidate lists
  * (filter_cands.cuh), its best FS_FILTER_CANDIDATES as an fs_filter_record,
  * then the shared fs_filter_resolve / fs_filter_kept_record
  * (filter_finalize.h) -- the same decisions as the CPU backend -- give the
  * kept record, or the row is handed to the second pass (filter_fallback.cu).
  *
- * The lists hold ~4 x (lists per row) entries; the ones
- * above D = max(drop) are the exact prefix.  Its best 64 by (score desc, id
- * asc) come from a radix select over 64-bit keys (score key, then the id
- * reversed: keys are distinct, so exactly 64 reach the selected key), 8
- * digits of 8 bits, reading the lists from L2 each round: a few microseconds
- * for the ~4000 entries of a 151936-token row, where sorting them would
- * take tens.  The kept record is built by one thread per kept noise block
- * and reduced: pushed one block after another by a single thread it cost
- * ~150 us a row at k = 50 (H100). */
+ * A row is one block of THREADS and rows are few (1 .. 64), so what counts is
+ * the block's chain of dependent memory round trips and barriers, not its
+ * work.  The steps, with the barriers each one waits on:
+ *  1. Every thread loads PER of the row's ~1000 lists at once (three wide
+ *     loads a list) and keeps them in registers; D = max(drop) and the count
+ *     of finite tokens are one block reduction (1 barrier).
+ *  2. The entries above D -- the exact prefix, G entries, hundreds for a
+ *     151936-token row -- are staged from registers into shared memory as
+ *     64-bit keys (score key, then the id reversed: distinct keys ordered as
+ *     (score desc, id asc)), a warp taking its slots with one atomic
+ *     (1 barrier).
+ *  3. A radix select, 8 digits of 8 bits (3 barriers a digit), finds the
+ *     N-th largest key, N = min(64, G): keys are distinct, so exactly N reach
+ *     it.  Those N are gathered and rank-sorted into the record
+ *     (2 barriers).
+ *  4. Thread 0 decides on the record (1 barrier).
+ *  5. A decided row's kept record: one thread per kept noise block pushes the
+ *     block, and the blocks' records are merged over the first two warps
+ *     (1 barrier).  Pushed one block after another by a single thread it
+ *     cost ~150 us a row at k = 50 (H100).
+ * The radix select's 24 barriers are the longest serial chain. */
 #ifndef FS_FILTER_RESOLVE_CUH
 #define FS_FILTER_RESOLVE_CUH
 
@@ -25,46 +36,226 @@ namespace fsf {
 
 constexpr int THREADS = 256; /* the merge kernel's block */
 constexpr int WARPS = THREADS / 32;
-/* Prefix entries staged in shared memory as keys: a row's prefix is a few
- * hundred entries; reading the lists from L2 in each of the 8 rounds instead
- * cost ~40 us a row (H100).  Larger prefixes are read from the lists. */
+constexpr unsigned FULL = 0xffffffffu;
+/* Lists a thread loads at once and holds until D is known: 5 x 256 covers the
+ * Hopper tile kernel's 8 a CTA (1056 lists on an H100) and the generic scans'
+ * one per 128 tokens up to 163840 tokens; longer rows loop over groups of
+ * PER x THREADS lists, loading those twice. */
+constexpr int PER = 5;
+/* Prefix entries staged in shared memory as keys: reading the lists from L2
+ * in each of 8 radix rounds instead cost ~40 us a row (H100).  Larger
+ * prefixes (rows whose lists saw few finite tokens each) are read from the
+ * lists. */
 constexpr int STAGE = 2048;
 
-__device__ __forceinline__ unsigned long long entry_key(float s, int32_t id)
+/* The block's shared state for one row (~19 KB). */
+struct resolve_smem {
+    unsigned long long stage[STAGE]; /* the prefix's keys */
+    unsigned long long g_key[FS_FILTER_CANDIDATES];
+    float g_s[FS_FILTER_CANDIDATES];
+    int32_t g_id[FS_FILTER_CANDIDATES];
+    unsigned int hist[256];
+    unsigned long long prefix;
+    fs_filter_record f;
+    fs_record red[2];
+    alignas(16) uint32_t red_kd[WARPS];
+    alignas(16) int32_t red_count[WARPS];
+    int g;    /* prefix entries counted (staged while < STAGE) */
+    int need, slot;
+    int one;  /* thread 0's decision */
+    fs_filter_cut cut;
+};
+
+/* The key of an entry: its score's key, then the id reversed, so that keys
+ * are distinct and order as (score desc, id asc) does. */
+__device__ __forceinline__ unsigned long long entry_key(uint32_t score_key, int32_t id)
 {
-    return ((unsigned long long)fs_select_key(s) << 32) | (uint32_t)~(uint32_t)id;
+    return ((unsigned long long)score_key << 32) | (uint32_t)~(uint32_t)id;
+}
+
+/* List k of a row's n lists, or an empty one past the end.  A list is 40
+ * bytes at an 8-byte boundary (cuda_ops.cu's carve aligns the array), so two
+ * 16-byte loads and one 8-byte load cover it whichever half of a 16-byte unit
+ * it starts in.  Default caching: the lanes' lists share L1 lines. */
+__device__ __forceinline__ fs_cand_list load_list(const fs_cand_list *L, int64_t k, int64_t n)
+{
+    fs_cand_list c;
+    if (k >= n) {
+        fs_cand_init(c);
+        return c;
+    }
+    const char *p = reinterpret_cast<const char *>(L + k);
+    const bool odd = (reinterpret_cast<uintptr_t>(p) & 8u) != 0;
+    /* even: s0..s3 | id0..id3 | drop count;  odd: s2 s3 id0 id1 | id2 id3 drop count | s0 s1 */
+    const float4 a = __ldca(reinterpret_cast<const float4 *>(p + (odd ? 8 : 0)));
+    const float4 b = __ldca(reinterpret_cast<const float4 *>(p + (odd ? 24 : 16)));
+    const float2 e = __ldca(reinterpret_cast<const float2 *>(p + (odd ? 0 : 32)));
+    c.s[0] = odd ? e.x : a.x;
+    c.s[1] = odd ? e.y : a.y;
+    c.s[2] = odd ? a.x : a.z;
+    c.s[3] = odd ? a.y : a.w;
+    c.id[0] = __float_as_int(odd ? a.z : b.x);
+    c.id[1] = __float_as_int(odd ? a.w : b.y);
+    c.id[2] = __float_as_int(odd ? b.x : b.z);
+    c.id[3] = __float_as_int(odd ? b.y : b.w);
+    c.drop = odd ? b.z : e.x;
+    c.count = __float_as_int(odd ? b.w : e.y);
+    return c;
+}
+
+/* The lists tid + i THREADS (i < PER) of group g0 (a multiple of
+ * PER x THREADS): all their loads in flight at once. */
+__device__ __forceinline__ void load_group(const fs_cand_list *L, int64_t g0, int64_t n,
+                                           fs_cand_list (&c)[PER])
+{
+#pragma unroll
+    for (int i = 0; i < PER; ++i)
+        c[i] = load_list(L, g0 + (int64_t)i * THREADS + threadIdx.x, n);
+}
+
+__device__ __forceinline__ uint32_t umax(uint32_t a, uint32_t b)
+{
+    return a > b ? a : b;
+}
+
+/* The row's D = max(drop), as its key fs_select_key(D), and its count of
+ * finite allowed tokens, to every thread; the thread's lists of the first
+ * group are loaded into `mine` on the way.  One barrier. */
+__device__ __forceinline__ void row_bounds(const fs_cand_list *L, int64_t n,
+                                           fs_cand_list (&mine)[PER], resolve_smem &sh,
+                                           uint32_t *kd_out, int *count_out)
+{
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    uint32_t kd = fs_select_key(-INFINITY);
+    int count = 0;
+    /* the later groups' drop and count first, while no list is held (their
+       entries are staged after) */
+    for (int64_t g0 = PER * THREADS; g0 < n; g0 += PER * THREADS) {
+        float2 dc[PER];
+#pragma unroll
+        for (int i = 0; i < PER; ++i) {
+            const int64_t k = g0 + (int64_t)i * THREADS + tid;
+            dc[i] = k < n ? __ldca(reinterpret_cast<const float2 *>(&L[k].drop))
+                          : make_float2(-INFINITY, 0.0f);
+        }
+#pragma unroll
+        for (int i = 0; i < PER; ++i) {
+            kd = umax(kd, fs_select_key(dc[i].x));
+            count += __float_as_int(dc[i].y);
+        }
+    }
+    load_group(L, 0, n, mine);
+#pragma unroll
+    for (int i = 0; i < PER; ++i) {
+        kd = umax(kd, fs_select_key(mine[i].drop));
+        count += mine[i].count;
+    }
+    kd = __reduce_max_sync(FULL, kd);
+    count = __reduce_add_sync(FULL, count);
+    if (lane == 0) {
+        sh.red_kd[warp] = kd;
+        sh.red_count[warp] = count;
+    }
+    __syncthreads();
+    kd = sh.red_kd[0];
+    count = sh.red_count[0];
+#pragma unroll
+    for (int w = 1; w < WARPS; ++w) {
+        kd = umax(kd, sh.red_kd[w]);
+        count += sh.red_count[w];
+    }
+    *kd_out = kd;
+    *count_out = count;
+}
+
+/* The first of n (< 32) consecutive slots counted from *ctr for this lane:
+ * each warp takes its lanes' slots with one atomic.  Every lane of the warp
+ * calls it. */
+__device__ __forceinline__ int warp_alloc(int *ctr, int n)
+{
+    const int lane = threadIdx.x & 31;
+    const unsigned below = (1u << lane) - 1u;
+    int before = 0, total = 0;
+#pragma unroll
+    for (int b = 0; b < 5; ++b) {
+        const unsigned m = __ballot_sync(FULL, (n >> b) & 1);
+        before += __popc(m & below) << b;
+        total += __popc(m) << b;
+    }
+    int base = 0;
+    if (lane == 0 && total > 0)
+        base = atomicAdd(ctr, total);
+    return __shfl_sync(FULL, base, 0) + before;
+}
+
+/* Stage the entries of c above D (key kd) -- this thread's share of the
+ * exact prefix -- as keys, from registers.  Every thread calls it. */
+__device__ __forceinline__ void stage_lists(const fs_cand_list (&c)[PER], uint32_t kd,
+                                            resolve_smem &sh)
+{
+    static_assert(PER * FS_CAND_LIST < 32, "a lane's entries fit a 32-bit mask");
+    uint32_t valid = 0u;
+#pragma unroll
+    for (int i = 0; i < PER; ++i)
+#pragma unroll
+        for (int j = 0; j < FS_CAND_LIST; ++j) {
+            const uint32_t ks = fs_select_key(c[i].s[j]);
+            const bool v = c[i].id[j] >= 0 && ks > kd;
+            valid |= (v ? 1u : 0u) << (FS_CAND_LIST * i + j);
+        }
+    int at = warp_alloc(&sh.g, __popc(valid));
+#pragma unroll
+    for (int i = 0; i < PER; ++i)
+#pragma unroll
+        for (int j = 0; j < FS_CAND_LIST; ++j)
+            if ((valid >> (FS_CAND_LIST * i + j)) & 1u) {
+                if (at < STAGE)
+                    sh.stage[at] = entry_key(fs_select_key(c[i].s[j]), c[i].id[j]);
+                ++at;
+            }
+}
+
+/* Stage the row's prefix (the first group from `mine`, later ones reloaded);
+ * returns G, its number of entries (staged when G <= STAGE).  One barrier. */
+__device__ __forceinline__ int stage_row(const fs_cand_list *L, int64_t n,
+                                         const fs_cand_list (&mine)[PER], uint32_t kd,
+                                         resolve_smem &sh)
+{
+    stage_lists(mine, kd, sh);
+    for (int64_t g0 = PER * THREADS; g0 < n; g0 += PER * THREADS) {
+        fs_cand_list c[PER];
+        load_group(L, g0, n, c);
+        stage_lists(c, kd, sh);
+    }
+    __syncthreads();
+    return sh.g;
+}
+
+/* Entry k of a row's lists, as a key when it lies above D (key kd): the
+ * prefix read from the lists when it was too long to stage. */
+__device__ __forceinline__ bool list_key(const fs_cand_list *L, int64_t k, uint32_t kd,
+                                         unsigned long long *key)
+{
+    const fs_cand_list &c = L[k / FS_CAND_LIST];
+    const int j = (int)(k % FS_CAND_LIST);
+    const uint32_t ks = fs_select_key(c.s[j]);
+    const int32_t id = c.id[j];
+    if (id < 0 || ks <= kd)
+        return false;
+    *key = entry_key(ks, id);
+    return true;
 }
 
 /* Key k of the prefix: staged (k < G) or entry k of the lists (k < E). */
 __device__ __forceinline__ bool prefix_key(const unsigned long long *stage, bool staged,
-                                           const fs_cand_list *L, int64_t k, float D,
-                                           unsigned long long *key);
-
-/* Entry k of a row's lists: (score, id), valid when id >= 0 and s > D. */
-__device__ __forceinline__ bool entry(const fs_cand_list *L, int64_t k, float D, float *s,
-                                      int32_t *id)
-{
-    const fs_cand_list &c = L[k / FS_CAND_LIST];
-    const int j = (int)(k % FS_CAND_LIST);
-    *s = c.s[j];
-    *id = c.id[j];
-    return *id >= 0 && *s > D;
-}
-
-__device__ __forceinline__ bool prefix_key(const unsigned long long *stage, bool staged,
-                                           const fs_cand_list *L, int64_t k, float D,
+                                           const fs_cand_list *L, int64_t k, uint32_t kd,
                                            unsigned long long *key)
 {
     if (staged) {
         *key = stage[k];
         return true;
     }
-    float s;
-    int32_t id;
-    if (!entry(L, k, D, &s, &id))
-        return false;
-    *key = entry_key(s, id);
-    return true;
+    return list_key(L, k, kd, key);
 }
 
 /* The kept record of candidates f under cut: a thread per kept noise block
@@ -104,168 +295,12 @@ __device__ __forceinline__ fs_record kept_record(const fs_filter_record &f, cons
     return rec;
 }
 
-/* Resolve filtered row `row` whose merged record is rec (every thread passes
- * it): returns 1 to every thread when the one pass decided it, with the
- * kept record in *kept (thread 0); 0 when the row was handed to the second
- * pass (fb, flag_n, out_fallback updated).  Every thread of the block calls
- * it; rows that do not filter must not. */
-__device__ int fs_filter_resolve_row(int64_t row, const fs_record &rec, const fs_filter_desc &fd,
-                                     const fs_row_desc &d, const fs_cand_list *__restrict__ cands,
-                                     int64_t lists_per_row, fs_fallback_row *fb,
-                                     unsigned int *flag_n, int32_t *out_fallback, int force,
-                                     fs_record *kept)
+/* Thread 0: hand row over to the second pass. */
+__device__ __forceinline__ void hand_over(int64_t row, const fs_record &rec,
+                                          const fs_filter_desc &fd, const fs_row_desc &d,
+                                          int count, fs_fallback_row *fb, unsigned int *flag_n,
+                                          int32_t *out_fallback)
 {
-    __shared__ float red_f[WARPS];
-    __shared__ int red_i[WARPS];
-    __shared__ unsigned int hist[256];
-    __shared__ unsigned long long sh_prefix;
-    __shared__ int sh_need, sh_slot;
-    __shared__ unsigned long long g_key[FS_FILTER_CANDIDATES];
-    __shared__ float g_s[FS_FILTER_CANDIDATES];
-    __shared__ int32_t g_id[FS_FILTER_CANDIDATES];
-    __shared__ fs_filter_record f;
-    __shared__ fs_filter_cut sh_cut;
-    __shared__ int sh_one;
-    __shared__ fs_record red[2];
-    __shared__ unsigned long long stage[STAGE];
-    __shared__ int sh_g;
-
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const fs_cand_list *L = cands + row * lists_per_row;
-    const int64_t E = lists_per_row * FS_CAND_LIST;
-
-    /* D and the count of finite allowed tokens */
-    float D = -INFINITY;
-    int count = 0;
-    for (int64_t k = tid; k < lists_per_row; k += THREADS) {
-        D = fmaxf(D, L[k].drop);
-        count += L[k].count;
-    }
-    for (int m = 16; m > 0; m >>= 1) {
-        D = fmaxf(D, __shfl_xor_sync(0xffffffffu, D, m));
-        count += __shfl_xor_sync(0xffffffffu, count, m);
-    }
-    if (lane == 0) {
-        red_f[warp] = D;
-        red_i[warp] = count;
-    }
-    __syncthreads();
-    D = red_f[0];
-    count = red_i[0];
-    for (int w = 1; w < WARPS; ++w) {
-        D = fmaxf(D, red_f[w]);
-        count += red_i[w];
-    }
-    /* the exact prefix: G entries, staged as keys when they fit */
-    if (tid == 0)
-        sh_g = 0;
-    __syncthreads();
-    for (int64_t k = tid; k < E; k += THREADS) {
-        float s;
-        int32_t id;
-        if (entry(L, k, D, &s, &id)) {
-            const int at = atomicAdd(&sh_g, 1);
-            if (at < STAGE)
-                stage[at] = entry_key(s, id);
-        }
-    }
-    __syncthreads();
-    const int G = sh_g;
-    const bool staged = G <= STAGE;
-    const int64_t total = staged ? G : E;
-    const int N = G < FS_FILTER_CANDIDATES ? G : FS_FILTER_CANDIDATES;
-
-    /* the N-th largest key, 8 bits at a time from the top */
-    if (tid == 0) {
-        sh_prefix = 0ull;
-        sh_need = N;
-        sh_slot = 0;
-    }
-    __syncthreads();
-    for (int round = 0; round < 8 && N > 0; ++round) {
-        const int shift = 56 - 8 * round;
-        hist[tid] = 0u;
-        __syncthreads();
-        const unsigned long long prefix = sh_prefix;
-        for (int64_t k = tid; k < total; k += THREADS) {
-            unsigned long long key;
-            if (!prefix_key(stage, staged, L, k, D, &key))
-                continue;
-            if (round > 0 && (key >> (shift + 8)) != (prefix >> (shift + 8)))
-                continue;
-            atomicAdd(&hist[(key >> shift) & 255u], 1u);
-        }
-        __syncthreads();
-        if (warp == 0) {
-            /* lane l holds buckets 255 - 8 l .. 248 - 8 l, from the top */
-            unsigned int part = 0;
-            for (int i = 0; i < 8; ++i)
-                part += hist[255 - 8 * lane - i];
-            unsigned int incl = part;
-            for (int m = 1; m < 32; m <<= 1) {
-                const unsigned int o = __shfl_up_sync(0xffffffffu, incl, m);
-                if (lane >= m)
-                    incl += o;
-            }
-            const int need = sh_need;
-            const unsigned int hit = __ballot_sync(0xffffffffu, incl >= (unsigned int)need);
-            __syncwarp(); /* every lane has read sh_need before one lane writes it */
-            if (lane == __ffs(hit) - 1) {
-                unsigned int above = incl - part;
-                for (int i = 0; i < 8; ++i) {
-                    const int b = 255 - 8 * lane - i;
-                    if (above + hist[b] >= (unsigned int)need) {
-                        sh_need = need - (int)above;
-                        sh_prefix = prefix | ((unsigned long long)b << shift);
-                        break;
-                    }
-                    above += hist[b];
-                }
-            }
-        }
-        __syncthreads();
-    }
-    /* gather the N entries with key >= the selected one, then sort them */
-    const unsigned long long K = sh_prefix;
-    for (int64_t k = tid; k < total && N > 0; k += THREADS) {
-        unsigned long long key;
-        if (!prefix_key(stage, staged, L, k, D, &key))
-            continue;
-        if (key >= K) {
-            const int at = atomicAdd(&sh_slot, 1);
-            if (at < FS_FILTER_CANDIDATES) {
-                g_key[at] = key;
-                g_s[at] = fs_select_score((uint32_t)(key >> 32));
-                g_id[at] = (int32_t)~(uint32_t)key;
-            }
-        }
-    }
-    __syncthreads();
-    if (tid < N) {
-        int rank = 0;
-        for (int j = 0; j < N; ++j)
-            rank += g_key[j] > g_key[tid] ? 1 : 0;
-        f.s[rank] = g_s[tid];
-        f.id[rank] = g_id[tid];
-    }
-    __syncthreads(); /* f is whole before thread 0 decides on it */
-    if (tid == 0) {
-        f.count = count;
-        f.n = N;
-        fs_filter_cut cut;
-        sh_one = !force && fs_filter_resolve(&rec, &f, &fd, &cut) == FS_FILTER_ONE_PASS;
-        sh_cut = cut;
-    }
-    __syncthreads();
-    if (sh_one) {
-        const fs_filter_cut cut = sh_cut;
-        *kept = kept_record(f, cut, d, red);
-        __syncthreads(); /* the shared state is reused by the block's next row */
-        return 1;
-    }
-    __syncthreads();
-    if (tid != 0)
-        return 0;
     const unsigned int at = atomicAdd(flag_n, 1u);
     fs_fallback_row r;
     r.row = (int32_t)row;
@@ -288,6 +323,130 @@ __device__ int fs_filter_resolve_row(int64_t row, const fs_record &rec, const fs
     fb[at] = r;
     if (out_fallback)
         atomicAdd(&out_fallback[d.request], 1);
+}
+
+/* Resolve filtered row `row` whose merged record is rec (every thread passes
+ * it): returns 1 to every thread when the one pass decided it, with the
+ * kept record in *kept (thread 0); 0 when the row was handed to the second
+ * pass (fb, flag_n, out_fallback updated).  Every thread of the block calls
+ * it; rows that do not filter must not. */
+__device__ int fs_filter_resolve_row(int64_t row, const fs_record &rec, const fs_filter_desc &fd,
+                                     const fs_row_desc &d, const fs_cand_list *__restrict__ cands,
+                                     int64_t lists_per_row, fs_fallback_row *fb,
+                                     unsigned int *flag_n, int32_t *out_fallback, int force,
+                                     fs_record *kept)
+{
+    __shared__ resolve_smem sh;
+    const int tid = threadIdx.x;
+    const fs_cand_list *L = cands + row * lists_per_row;
+
+    /* what the passes below count into or fill: the first barrier
+       (row_bounds') orders these writes before them */
+    if (tid == 0)
+        sh.g = 0;
+
+    fs_cand_list mine[PER];
+    uint32_t kd;
+    int count;
+    row_bounds(L, lists_per_row, mine, sh, &kd, &count);
+    /* the exact prefix: G entries, staged as keys when they fit */
+    const int G = stage_row(L, lists_per_row, mine, kd, sh);
+    const int N = G < FS_FILTER_CANDIDATES ? G : FS_FILTER_CANDIDATES;
+    const bool staged = G <= STAGE;
+    const int64_t total = staged ? (int64_t)G : lists_per_row * FS_CAND_LIST;
+    const int lane = tid & 31, warp = tid >> 5;
+
+    /* the N-th largest key, 8 bits at a time from the top */
+    if (tid == 0) {
+        sh.prefix = 0ull;
+        sh.need = N;
+        sh.slot = 0;
+    }
+    __syncthreads();
+    for (int round = 0; round < 8 && N > 0; ++round) {
+        const int shift = 56 - 8 * round;
+        sh.hist[tid] = 0u;
+        __syncthreads();
+        const unsigned long long prefix = sh.prefix;
+        for (int64_t k = tid; k < total; k += THREADS) {
+            unsigned long long key;
+            if (!prefix_key(sh.stage, staged, L, k, kd, &key))
+                continue;
+            if (round > 0 && (key >> (shift + 8)) != (prefix >> (shift + 8)))
+                continue;
+            atomicAdd(&sh.hist[(key >> shift) & 255u], 1u);
+        }
+        __syncthreads();
+        if (warp == 0) {
+            /* lane l holds buckets 255 - 8 l .. 248 - 8 l, from the top */
+            unsigned int part = 0;
+            for (int i = 0; i < 8; ++i)
+                part += sh.hist[255 - 8 * lane - i];
+            unsigned int incl = part;
+            for (int m = 1; m < 32; m <<= 1) {
+                const unsigned int o = __shfl_up_sync(0xffffffffu, incl, m);
+                if (lane >= m)
+                    incl += o;
+            }
+            const int need = sh.need;
+            const unsigned int hit = __ballot_sync(0xffffffffu, incl >= (unsigned int)need);
+            __syncwarp(); /* every lane has read sh.need before one lane writes it */
+            if (lane == __ffs(hit) - 1) {
+                unsigned int above = incl - part;
+                for (int i = 0; i < 8; ++i) {
+                    const int b = 255 - 8 * lane - i;
+                    if (above + sh.hist[b] >= (unsigned int)need) {
+                        sh.need = need - (int)above;
+                        sh.prefix = prefix | ((unsigned long long)b << shift);
+                        break;
+                    }
+                    above += sh.hist[b];
+                }
+            }
+        }
+        __syncthreads();
+    }
+    /* gather the N entries with key >= the selected one, then sort them */
+    const unsigned long long K = sh.prefix;
+    for (int64_t k = tid; k < total && N > 0; k += THREADS) {
+        unsigned long long key;
+        if (!prefix_key(sh.stage, staged, L, k, kd, &key))
+            continue;
+        if (key >= K) {
+            const int at = atomicAdd(&sh.slot, 1);
+            if (at < FS_FILTER_CANDIDATES) {
+                sh.g_key[at] = key;
+                sh.g_s[at] = fs_select_score((uint32_t)(key >> 32));
+                sh.g_id[at] = (int32_t)~(uint32_t)key;
+            }
+        }
+    }
+    __syncthreads();
+    if (tid < N) {
+        int rank = 0;
+        for (int j = 0; j < N; ++j)
+            rank += sh.g_key[j] > sh.g_key[tid] ? 1 : 0;
+        sh.f.s[rank] = sh.g_s[tid];
+        sh.f.id[rank] = sh.g_id[tid];
+    }
+    __syncthreads(); /* f is whole before thread 0 decides on it */
+    if (tid == 0) {
+        sh.f.count = count;
+        sh.f.n = N;
+        fs_filter_cut cut;
+        sh.one = !force && fs_filter_resolve(&rec, &sh.f, &fd, &cut) == FS_FILTER_ONE_PASS;
+        sh.cut = cut;
+    }
+    __syncthreads();
+    if (sh.one) {
+        const fs_filter_cut cut = sh.cut;
+        *kept = kept_record(sh.f, cut, d, sh.red);
+        __syncthreads(); /* the shared state is reused by the block's next row */
+        return 1;
+    }
+    __syncthreads();
+    if (tid == 0)
+        hand_over(row, rec, fd, d, count, fb, flag_n, out_fallback);
     return 0;
 }
 
