@@ -17,16 +17,22 @@
  *     64-bit keys (score key, then the id reversed: distinct keys ordered as
  *     (score desc, id asc)), a warp taking its slots with one atomic
  *     (1 barrier).
- *  3. A radix select, 8 digits of 8 bits (3 barriers a digit), finds the
- *     N-th largest key, N = min(64, G): keys are distinct, so exactly N reach
- *     it.  Those N are gathered and rank-sorted into the record
- *     (2 barriers).
+ *  3. A radix select narrows the keys from the top, 8 bits a round, starting
+ *     below the bits that all of them share (their score keys lie between
+ *     D's and the largest), and stops once at most CAP keys lie at or above
+ *     the selected bucket (1 barrier a round).  The first digit already
+ *     splits the prefix's score range 256 ways, so one or two rounds are
+ *     typical; ties at the 64th score go on into the id bits.  The keys left
+ *     hold the best N = min(64, G); they are gathered (1 barrier) and each
+ *     one's rank among them is counted directly, the best N written in order
+ *     into the record (1 barrier).  G <= CAP needs no round.
  *  4. Thread 0 decides on the record (1 barrier).
  *  5. A decided row's kept record: one thread per kept noise block pushes the
  *     block, and the blocks' records are merged over the first two warps
  *     (1 barrier).  Pushed one block after another by a single thread it
  *     cost ~150 us a row at k = 50 (H100).
- * The radix select's 24 barriers are the longest serial chain. */
+ * The longest serial part is thread 0's fs_filter_resolve, a walk over up to
+ * 64 candidates whose sums must keep the CPU backend's order. */
 #ifndef FS_FILTER_RESOLVE_CUH
 #define FS_FILTER_RESOLVE_CUH
 
@@ -48,21 +54,25 @@ constexpr int PER = 5;
  * lists. */
 constexpr int STAGE = 2048;
 
-/* The block's shared state for one row (~19 KB). */
+/* Keys at or above the bucket the radix rounds stop in, whose ranks are then
+ * counted directly: up to 128, two threads a key, 64 comparisons each --
+ * about the issue time of one more round (a pass over the keys, a barrier,
+ * a scan of the histogram). */
+constexpr int CAP = 128;
+
+/* The block's shared state for one row (~21 KB). */
 struct resolve_smem {
-    unsigned long long stage[STAGE]; /* the prefix's keys */
-    unsigned long long g_key[FS_FILTER_CANDIDATES];
-    float g_s[FS_FILTER_CANDIDATES];
-    int32_t g_id[FS_FILTER_CANDIDATES];
-    unsigned int hist[256];
-    unsigned long long prefix;
-    fs_filter_record f;
+    unsigned long long stage[STAGE];    /* the prefix's keys */
+    unsigned long long top[CAP];        /* the keys the rank orders, after radix rounds */
+    alignas(16) unsigned int hist[3][256];
+    alignas(16) fs_filter_record f;
     fs_record red[2];
     alignas(16) uint32_t red_kd[WARPS];
     alignas(16) int32_t red_count[WARPS];
-    int g;    /* prefix entries counted (staged while < STAGE) */
-    int need, slot;
-    int one;  /* thread 0's decision */
+    int g;        /* prefix entries counted (staged while < STAGE) */
+    int c;        /* keys gathered into top */
+    uint32_t khi; /* the largest score key of the prefix */
+    int one;      /* thread 0's decision */
     fs_filter_cut cut;
 };
 
@@ -189,12 +199,13 @@ __device__ __forceinline__ int warp_alloc(int *ctr, int n)
 }
 
 /* Stage the entries of c above D (key kd) -- this thread's share of the
- * exact prefix -- as keys, from registers.  Every thread calls it. */
+ * exact prefix -- as keys, from registers, and raise sh.khi to their largest
+ * score key.  Every thread calls it. */
 __device__ __forceinline__ void stage_lists(const fs_cand_list (&c)[PER], uint32_t kd,
                                             resolve_smem &sh)
 {
     static_assert(PER * FS_CAND_LIST < 32, "a lane's entries fit a 32-bit mask");
-    uint32_t valid = 0u;
+    uint32_t valid = 0u, khi = 0u;
 #pragma unroll
     for (int i = 0; i < PER; ++i)
 #pragma unroll
@@ -202,7 +213,11 @@ __device__ __forceinline__ void stage_lists(const fs_cand_list (&c)[PER], uint32
             const uint32_t ks = fs_select_key(c[i].s[j]);
             const bool v = c[i].id[j] >= 0 && ks > kd;
             valid |= (v ? 1u : 0u) << (FS_CAND_LIST * i + j);
+            khi = v ? umax(khi, ks) : khi;
         }
+    khi = __reduce_max_sync(FULL, khi);
+    if ((threadIdx.x & 31) == 0 && khi > 0u)
+        atomicMax(&sh.khi, khi);
     int at = warp_alloc(&sh.g, __popc(valid));
 #pragma unroll
     for (int i = 0; i < PER; ++i)
@@ -231,31 +246,205 @@ __device__ __forceinline__ int stage_row(const fs_cand_list *L, int64_t n,
     return sh.g;
 }
 
-/* Entry k of a row's lists, as a key when it lies above D (key kd): the
- * prefix read from the lists when it was too long to stage. */
-__device__ __forceinline__ bool list_key(const fs_cand_list *L, int64_t k, uint32_t kd,
-                                         unsigned long long *key)
+/* Where the radix select reads the prefix's keys: the staged ones, or the
+ * lists' entries above D when the prefix was too long to stage. */
+struct key_src {
+    const unsigned long long *stage; /* NULL: read the lists */
+    const fs_cand_list *L;
+    int64_t total; /* keys staged, or entries of the lists */
+    uint32_t kd;
+};
+
+/* Keys a thread reads at once: all of a full stage. */
+constexpr int BATCH = STAGE / THREADS;
+
+/* This thread's keys k0 + i THREADS + tid (i < BATCH) of src; ok[i] when
+ * there is one. */
+__device__ __forceinline__ void load_keys(const key_src &src, int64_t k0,
+                                          unsigned long long (&key)[BATCH], bool (&ok)[BATCH])
 {
-    const fs_cand_list &c = L[k / FS_CAND_LIST];
-    const int j = (int)(k % FS_CAND_LIST);
-    const uint32_t ks = fs_select_key(c.s[j]);
-    const int32_t id = c.id[j];
-    if (id < 0 || ks <= kd)
-        return false;
-    *key = entry_key(ks, id);
-    return true;
+#pragma unroll
+    for (int i = 0; i < BATCH; ++i) {
+        const int64_t k = k0 + (int64_t)i * THREADS + threadIdx.x;
+        ok[i] = false;
+        key[i] = 0ull;
+        if (k >= src.total)
+            continue;
+        if (src.stage) {
+            key[i] = src.stage[k];
+            ok[i] = true;
+            continue;
+        }
+        const fs_cand_list &c = src.L[k / FS_CAND_LIST];
+        const int j = (int)(k % FS_CAND_LIST);
+        const uint32_t ks = fs_select_key(c.s[j]);
+        const int32_t id = c.id[j];
+        ok[i] = id >= 0 && ks > src.kd;
+        key[i] = entry_key(ks, id);
+    }
 }
 
-/* Key k of the prefix: staged (k < G) or entry k of the lists (k < E). */
-__device__ __forceinline__ bool prefix_key(const unsigned long long *stage, bool staged,
-                                           const fs_cand_list *L, int64_t k, uint32_t kd,
-                                           unsigned long long *key)
+/* The radix select's progress, the same in every thread: the N-th largest
+ * key has bits >= hi equal to prefix's (below hi prefix is 0), and is the
+ * need-th largest of the keys that do; `size` keys are >= prefix -- the
+ * keys above that bucket (all among the best N) and the bucket's own. */
+struct select_state {
+    unsigned long long prefix;
+    int hi; /* 64: no bit fixed */
+    int need;
+    int size;
+};
+
+/* Before the first round: every staged key's score key lies in
+ * [kd + 1, khi], so the bits above their highest difference are common to
+ * all of them and need no round. */
+__device__ __forceinline__ select_state select_start(uint32_t kd, uint32_t khi, int G, int N)
 {
-    if (staged) {
-        *key = stage[k];
-        return true;
+    const uint32_t diff = (kd + 1u) ^ khi;
+    select_state st;
+    st.hi = 32 + (diff ? 32 - __clz((int)diff) : 0);
+    st.prefix = st.hi >= 64 ? 0ull : (((unsigned long long)khi << 32) >> st.hi) << st.hi;
+    st.need = N;
+    st.size = G;
+    return st;
+}
+
+__device__ __forceinline__ bool in_bucket(unsigned long long key, const select_state &st)
+{
+    return st.hi >= 64 || (key >> st.hi) == (st.prefix >> st.hi);
+}
+
+/* Histogram into h the digit (key >> shift) & 255 of the keys in st's
+ * bucket. */
+__device__ __forceinline__ void count_digits(const key_src &src, const select_state &st,
+                                             int shift, unsigned int *h)
+{
+    for (int64_t k0 = 0; k0 < src.total; k0 += (int64_t)BATCH * THREADS) {
+        unsigned long long key[BATCH];
+        bool ok[BATCH];
+        load_keys(src, k0, key, ok);
+#pragma unroll
+        for (int i = 0; i < BATCH; ++i)
+            if (ok[i] && in_bucket(key[i], st))
+                atomicAdd(&h[(key[i] >> shift) & 255u], 1u);
     }
-    return list_key(L, k, kd, key);
+}
+
+/* Each warp on its own, from the whole histogram h of the digit at shift:
+ * narrow st to the bucket holding the need-th largest key.  Every warp
+ * computes the same, so no thread has to publish it (and no barrier). */
+__device__ __forceinline__ void narrow(const unsigned int *h, int shift, int N, select_state &st)
+{
+    const int lane = threadIdx.x & 31;
+    /* lane l holds buckets 255 - 8 l .. 248 - 8 l, from the top */
+    const uint4 a = *reinterpret_cast<const uint4 *>(h + 252 - 8 * lane);
+    const uint4 b = *reinterpret_cast<const uint4 *>(h + 248 - 8 * lane);
+    const unsigned int v[8] = {a.w, a.z, a.y, a.x, b.w, b.z, b.y, b.x};
+    unsigned int part = 0;
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+        part += v[i];
+    unsigned int incl = part;
+#pragma unroll
+    for (int m = 1; m < 32; m <<= 1) {
+        const unsigned int o = __shfl_up_sync(FULL, incl, m);
+        if (lane >= m)
+            incl += o;
+    }
+    const unsigned int need = (unsigned int)st.need;
+    const int src = __ffs(__ballot_sync(FULL, incl >= need)) - 1;
+    /* what the lane would pick if the need-th key were among its buckets */
+    unsigned int above = incl - part, cnt = 0;
+    int at = 8;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+        if (at == 8 && above + v[i] >= need) {
+            at = i;
+            cnt = v[i];
+        } else if (at == 8) {
+            above += v[i];
+        }
+    }
+    at = __shfl_sync(FULL, at, src);
+    above = __shfl_sync(FULL, above, src);
+    cnt = __shfl_sync(FULL, cnt, src);
+    st.prefix |= (unsigned long long)(255 - 8 * src - at) << shift;
+    st.need = (int)(need - above);
+    st.size = N - st.need + (int)cnt;
+    st.hi = shift;
+}
+
+/* Radix rounds, 8 bits a round from the top, until at most CAP keys lie at
+ * or above st's bucket (with distinct keys a bucket of fixed bits holds one
+ * key, so at most 8 rounds); returns the rounds done.  One barrier a round:
+ * the rounds count into three histograms in turn and round r zeroes round
+ * r + 1's, whose last readers (round r - 2's narrow, in every warp) are
+ * behind round r - 1's barrier, and whose counts come after round r's. */
+__device__ __forceinline__ int select_rounds(const key_src &src, int N, select_state &st,
+                                             unsigned int (&hist)[3][256])
+{
+    int r = 0;
+    while (st.size > CAP && st.hi > 0) {
+        unsigned int *h = hist[r % 3];
+        hist[(r + 1) % 3][threadIdx.x] = 0u;
+        const int shift = st.hi > 8 ? st.hi - 8 : 0;
+        count_digits(src, st, shift, h);
+        __syncthreads();
+        narrow(h, shift, N, st);
+        ++r;
+    }
+    return r;
+}
+
+/* The keys >= st.prefix (st.size <= CAP of them) into top.  One barrier. */
+__device__ __forceinline__ void gather_top(const key_src &src, const select_state &st,
+                                           unsigned long long *top, int *slots)
+{
+    for (int64_t k0 = 0; k0 < src.total; k0 += (int64_t)BATCH * THREADS) {
+        unsigned long long key[BATCH];
+        bool ok[BATCH];
+        load_keys(src, k0, key, ok);
+        int n = 0;
+#pragma unroll
+        for (int i = 0; i < BATCH; ++i) {
+            ok[i] = ok[i] && key[i] >= st.prefix;
+            n += ok[i] ? 1 : 0;
+        }
+        int at = warp_alloc(slots, n);
+#pragma unroll
+        for (int i = 0; i < BATCH; ++i)
+            if (ok[i]) {
+                if (at < CAP)
+                    top[at] = key[i];
+                ++at;
+            }
+    }
+    __syncthreads();
+}
+
+/* The best N of the c (<= THREADS) distinct keys into f, in order: a key's
+ * rank is the number of larger keys, counted by P threads a key (as many as
+ * fit the block, up to 8) and summed over them. */
+__device__ __forceinline__ void rank_keys(const unsigned long long *keys, int c, int N,
+                                          fs_filter_record &f)
+{
+    const int lg = c <= THREADS / 8 ? 3 : c <= THREADS / 4 ? 2 : c <= THREADS / 2 ? 1 : 0;
+    const int P = 1 << lg;
+    const int q = threadIdx.x >> lg, part = threadIdx.x & (P - 1);
+    unsigned long long key = 0ull;
+    int r = 0;
+    if (q < c) {
+        key = keys[q];
+#pragma unroll 4
+        for (int j = part; j < c; j += P)
+            r += keys[j] > key ? 1 : 0;
+    }
+    for (int m = 1; m < P; m <<= 1)
+        r += __shfl_xor_sync(FULL, r, m);
+    if (q < c && part == 0 && r < N) {
+        f.s[r] = fs_select_score((uint32_t)(key >> 32));
+        f.id[r] = (int32_t)~(uint32_t)key;
+    }
 }
 
 /* The kept record of candidates f under cut: a thread per kept noise block
@@ -342,8 +531,12 @@ __device__ int fs_filter_resolve_row(int64_t row, const fs_record &rec, const fs
 
     /* what the passes below count into or fill: the first barrier
        (row_bounds') orders these writes before them */
-    if (tid == 0)
+    if (tid == 0) {
         sh.g = 0;
+        sh.c = 0;
+        sh.khi = 0u;
+    }
+    sh.hist[0][tid] = 0u;
 
     fs_cand_list mine[PER];
     uint32_t kd;
@@ -352,82 +545,19 @@ __device__ int fs_filter_resolve_row(int64_t row, const fs_record &rec, const fs
     /* the exact prefix: G entries, staged as keys when they fit */
     const int G = stage_row(L, lists_per_row, mine, kd, sh);
     const int N = G < FS_FILTER_CANDIDATES ? G : FS_FILTER_CANDIDATES;
-    const bool staged = G <= STAGE;
-    const int64_t total = staged ? (int64_t)G : lists_per_row * FS_CAND_LIST;
-    const int lane = tid & 31, warp = tid >> 5;
-
-    /* the N-th largest key, 8 bits at a time from the top */
-    if (tid == 0) {
-        sh.prefix = 0ull;
-        sh.need = N;
-        sh.slot = 0;
-    }
-    __syncthreads();
-    for (int round = 0; round < 8 && N > 0; ++round) {
-        const int shift = 56 - 8 * round;
-        sh.hist[tid] = 0u;
-        __syncthreads();
-        const unsigned long long prefix = sh.prefix;
-        for (int64_t k = tid; k < total; k += THREADS) {
-            unsigned long long key;
-            if (!prefix_key(sh.stage, staged, L, k, kd, &key))
-                continue;
-            if (round > 0 && (key >> (shift + 8)) != (prefix >> (shift + 8)))
-                continue;
-            atomicAdd(&sh.hist[(key >> shift) & 255u], 1u);
-        }
-        __syncthreads();
-        if (warp == 0) {
-            /* lane l holds buckets 255 - 8 l .. 248 - 8 l, from the top */
-            unsigned int part = 0;
-            for (int i = 0; i < 8; ++i)
-                part += sh.hist[255 - 8 * lane - i];
-            unsigned int incl = part;
-            for (int m = 1; m < 32; m <<= 1) {
-                const unsigned int o = __shfl_up_sync(0xffffffffu, incl, m);
-                if (lane >= m)
-                    incl += o;
-            }
-            const int need = sh.need;
-            const unsigned int hit = __ballot_sync(0xffffffffu, incl >= (unsigned int)need);
-            __syncwarp(); /* every lane has read sh.need before one lane writes it */
-            if (lane == __ffs(hit) - 1) {
-                unsigned int above = incl - part;
-                for (int i = 0; i < 8; ++i) {
-                    const int b = 255 - 8 * lane - i;
-                    if (above + sh.hist[b] >= (unsigned int)need) {
-                        sh.need = need - (int)above;
-                        sh.prefix = prefix | ((unsigned long long)b << shift);
-                        break;
-                    }
-                    above += sh.hist[b];
-                }
-            }
-        }
-        __syncthreads();
-    }
-    /* gather the N entries with key >= the selected one, then sort them */
-    const unsigned long long K = sh.prefix;
-    for (int64_t k = tid; k < total && N > 0; k += THREADS) {
-        unsigned long long key;
-        if (!prefix_key(sh.stage, staged, L, k, kd, &key))
-            continue;
-        if (key >= K) {
-            const int at = atomicAdd(&sh.slot, 1);
-            if (at < FS_FILTER_CANDIDATES) {
-                sh.g_key[at] = key;
-                sh.g_s[at] = fs_select_score((uint32_t)(key >> 32));
-                sh.g_id[at] = (int32_t)~(uint32_t)key;
-            }
-        }
-    }
-    __syncthreads();
-    if (tid < N) {
-        int rank = 0;
-        for (int j = 0; j < N; ++j)
-            rank += sh.g_key[j] > sh.g_key[tid] ? 1 : 0;
-        sh.f.s[rank] = sh.g_s[tid];
-        sh.f.id[rank] = sh.g_id[tid];
+    key_src src;
+    src.stage = G <= STAGE ? sh.stage : nullptr;
+    src.L = L;
+    src.total = G <= STAGE ? (int64_t)G : lists_per_row * FS_CAND_LIST;
+    src.kd = kd;
+    /* its best N: all G ranked when few, else those at or above the radix
+       select's bucket */
+    select_state st = select_start(kd, sh.khi, G, N);
+    if (select_rounds(src, N, st, sh.hist) > 0) {
+        gather_top(src, st, sh.top, &sh.c);
+        rank_keys(sh.top, st.size < CAP ? st.size : CAP, N, sh.f);
+    } else {
+        rank_keys(sh.stage, G, N, sh.f);
     }
     __syncthreads(); /* f is whole before thread 0 decides on it */
     if (tid == 0) {
