@@ -26,11 +26,13 @@
  *     hold the best N = min(64, G); they are gathered (1 barrier) and each
  *     one's rank among them is counted directly, the best N written in order
  *     into the record (1 barrier).  G <= CAP needs no round.
- *  4. Thread 0 decides on the record (1 barrier).
+ *  4. Thread 0 decides on the record while two warps note, for each
+ *     candidate, the first candidate of its noise block (1 barrier).
  *  5. A decided row's kept record: one thread per kept noise block pushes the
- *     block, and the blocks' records are merged over the first two warps
- *     (1 barrier).  Pushed one block after another by a single thread it
- *     cost ~150 us a row at k = 50 (H100).
+ *     block, and the blocks' records are merged over one warp, or two when
+ *     the kept set reaches past candidate 31 (1 barrier).  Pushed one block
+ *     after another by a single thread it cost ~150 us a row at k = 50
+ *     (H100).
  * The longest serial part is thread 0's fs_filter_resolve, a walk over up to
  * 64 candidates whose sums must keep the CPU backend's order. */
 #ifndef FS_FILTER_RESOLVE_CUH
@@ -60,15 +62,18 @@ constexpr int STAGE = 2048;
  * a scan of the histogram). */
 constexpr int CAP = 128;
 
-/* The block's shared state for one row (~21 KB). */
+/* The block's shared state for one row (~25 KB). */
 struct resolve_smem {
     unsigned long long stage[STAGE];    /* the prefix's keys */
     unsigned long long top[CAP];        /* the keys the rank orders, after radix rounds */
     alignas(16) unsigned int hist[3][256];
+    /* per first candidate of a noise block: its candidates' scores by place */
+    alignas(16) float vt[FS_FILTER_CANDIDATES][FS_NOISE_BLOCK];
     alignas(16) fs_filter_record f;
-    fs_record red[2];
+    fs_record red;
     alignas(16) uint32_t red_kd[WARPS];
     alignas(16) int32_t red_count[WARPS];
+    uint32_t leads[FS_FILTER_CANDIDATES / 32]; /* first candidates of their blocks */
     int g;        /* prefix entries counted (staged while < STAGE) */
     int c;        /* keys gathered into top */
     uint32_t khi; /* the largest score key of the prefix */
@@ -447,40 +452,98 @@ __device__ __forceinline__ void rank_keys(const unsigned long long *keys, int c,
     }
 }
 
-/* The kept record of candidates f under cut: a thread per kept noise block
- * (the first kept candidate of each block leads it), the blocks' records
- * merged over the first two warps into the return value of thread 0.  The
- * same blocks, noise and tokens as fs_filter_kept_record; sum_exp carries
- * the merge's rounding.  Every thread of the block calls it. */
-__device__ __forceinline__ fs_record kept_record(const fs_filter_record &f, const fs_filter_cut &cut,
-                                                 const fs_row_desc &d, fs_record *red)
+/* Warps 2 and 3, candidate t = tid - 64 each (t < N), while thread 0
+ * decides: the first candidate of t's noise block -- the one that pushes the
+ * block in kept_record -- gets t's score in its row of sh.vt, at t's place in
+ * the block; sh.leads marks the first ones.  The kept set is a prefix of the
+ * candidates (every filter keeps an upper set of scores, and the candidates
+ * are sorted by score), so for a kept t the first candidate of its block is
+ * also its first kept one, the block fs_filter_kept_record groups it in. */
+__device__ __forceinline__ void note_blocks(const fs_filter_record &f, int N,
+                                            float (*vt)[FS_NOISE_BLOCK], uint32_t *leads)
+{
+    const int t = threadIdx.x - 64, lane = t & 31;
+    const bool cand = t < N;
+    const int32_t id = cand ? f.id[t] : 0;
+    const int32_t blk = cand ? id / FS_NOISE_BLOCK : -1 - lane; /* the others match nothing */
+    int first = (t & ~31) + __ffs(__match_any_sync(FULL, blk)) - 1;
+    if (cand && t >= 32) {
+        /* candidates 0 .. 31 come before (all present: N > t) */
+        uint32_t m = 0u;
+#pragma unroll
+        for (int j = 0; j < 32; ++j)
+            m |= (f.id[j] / FS_NOISE_BLOCK == blk ? 1u : 0u) << j;
+        if (m)
+            first = __ffs(m) - 1;
+    }
+    if (cand)
+        vt[first][id % FS_NOISE_BLOCK] = f.s[t];
+    const uint32_t firsts = __ballot_sync(FULL, cand && first == t);
+    if (lane == 0)
+        leads[t >> 5] = firsts;
+}
+
+/* fs_record_warp_reduce's result in lane 0 when only the lanes with `pushed`
+ * changed their records from fs_record_init: the rounds whose partners of
+ * lanes 0 .. mask - 1 are all untouched are left out (merging an untouched
+ * record changes nothing, bit for bit, and those lanes' values are all lane
+ * 0's tree reads afterwards).  The whole warp calls it. */
+__device__ __forceinline__ void reduce_pushed(fs_record &rec, bool pushed)
+{
+    const uint32_t m = __ballot_sync(FULL, pushed);
+    const int last = 31 - __clz((int)m); /* -1 when none pushed */
+#pragma unroll
+    for (int mask = 16; mask > 0; mask >>= 1)
+        if (mask <= last) { /* the same in every lane */
+            const fs_record o = fs_record_shfl_xor(rec, mask);
+            fs_record_merge(&rec, &o);
+        }
+}
+
+/* The kept record of the N candidates f under cut: a thread per kept noise
+ * block (its first candidate, from note_blocks) pushes the block's kept
+ * scores from its row of vt, and the blocks' records are merged over the
+ * warp -- or the first two, when the kept set reaches past candidate 31 --
+ * into the return value of thread 0.  The same blocks, noise and tokens as
+ * fs_filter_kept_record; sum_exp carries the merge's rounding.  Every thread
+ * of the block calls it. */
+__device__ __forceinline__ fs_record kept_record(const fs_filter_record &f, int N,
+                                                 const fs_filter_cut &cut,
+                                                 const float (*vt)[FS_NOISE_BLOCK],
+                                                 const uint32_t *leads, const fs_row_desc &d,
+                                                 fs_record *red)
 {
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const bool wide = N > 32 && fs_filter_keeps(&cut, f.s[32]); /* the same in every thread */
     fs_record rec;
     fs_record_init(&rec);
-    if (tid < f.n && fs_filter_keeps(&cut, f.s[tid])) {
-        const int32_t blk = f.id[tid] / FS_NOISE_BLOCK;
-        bool lead = true;
-        for (int j = 0; j < tid; ++j)
-            lead &= !(f.id[j] / FS_NOISE_BLOCK == blk && fs_filter_keeps(&cut, f.s[j]));
-        if (lead) {
-            float v[FS_NOISE_BLOCK];
-            for (int i = 0; i < FS_NOISE_BLOCK; ++i)
-                v[i] = -INFINITY;
-            for (int j = 0; j < f.n; ++j)
-                if (f.id[j] / FS_NOISE_BLOCK == blk && fs_filter_keeps(&cut, f.s[j]))
-                    v[f.id[j] % FS_NOISE_BLOCK] = f.s[j];
-            fs_record_push_block(&rec, &d, blk * FS_NOISE_BLOCK, FS_NOISE_BLOCK, v);
+    const bool push = tid < N && fs_filter_keeps(&cut, f.s[tid]) && ((leads[warp] >> lane) & 1u);
+    if (push) {
+        float v[FS_NOISE_BLOCK];
+#pragma unroll
+        for (int q = 0; q < FS_NOISE_BLOCK / 4; ++q) {
+            const float4 x = reinterpret_cast<const float4 *>(vt[tid])[q];
+            v[4 * q] = x.x;
+            v[4 * q + 1] = x.y;
+            v[4 * q + 2] = x.z;
+            v[4 * q + 3] = x.w;
         }
+        /* the block's candidates past the kept prefix, and its empty places */
+#pragma unroll
+        for (int i = 0; i < FS_NOISE_BLOCK; ++i)
+            v[i] = fs_filter_keeps(&cut, v[i]) ? v[i] : -INFINITY;
+        const int32_t blk = f.id[tid] / FS_NOISE_BLOCK;
+        fs_record_push_block(&rec, &d, blk * FS_NOISE_BLOCK, FS_NOISE_BLOCK, v);
     }
-    if (warp < 2) {
-        fs_record_warp_reduce(&rec);
-        if (lane == 0)
-            red[warp] = rec;
+    if (warp == 0 || (wide && warp == 1))
+        reduce_pushed(rec, push);
+    if (wide) {
+        if (warp == 1 && lane == 0)
+            *red = rec;
+        __syncthreads();
+        if (tid == 0)
+            fs_record_merge(&rec, red);
     }
-    __syncthreads();
-    if (tid == 0)
-        fs_record_merge(&rec, &red[1]);
     return rec;
 }
 
@@ -518,7 +581,9 @@ __device__ __forceinline__ void hand_over(int64_t row, const fs_record &rec,
  * it): returns 1 to every thread when the one pass decided it, with the
  * kept record in *kept (thread 0); 0 when the row was handed to the second
  * pass (fb, flag_n, out_fallback updated).  Every thread of the block calls
- * it; rows that do not filter must not. */
+ * it; rows that do not filter must not.  The block resolves one row: a
+ * caller that went on to another would need a __syncthreads first, the
+ * shared state is not released by a barrier at the end. */
 __device__ int fs_filter_resolve_row(int64_t row, const fs_record &rec, const fs_filter_desc &fd,
                                      const fs_row_desc &d, const fs_cand_list *__restrict__ cands,
                                      int64_t lists_per_row, fs_fallback_row *fb,
@@ -537,6 +602,9 @@ __device__ int fs_filter_resolve_row(int64_t row, const fs_record &rec, const fs
         sh.khi = 0u;
     }
     sh.hist[0][tid] = 0u;
+    static_assert(FS_FILTER_CANDIDATES * FS_NOISE_BLOCK == 4 * THREADS, "a float4 a thread");
+    reinterpret_cast<float4 *>(&sh.vt[0][0])[tid] =
+        make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
 
     fs_cand_list mine[PER];
     uint32_t kd;
@@ -566,15 +634,15 @@ __device__ int fs_filter_resolve_row(int64_t row, const fs_record &rec, const fs
         fs_filter_cut cut;
         sh.one = !force && fs_filter_resolve(&rec, &sh.f, &fd, &cut) == FS_FILTER_ONE_PASS;
         sh.cut = cut;
+    } else if (tid >= 64 && tid < 128) {
+        note_blocks(sh.f, N, sh.vt, sh.leads);
     }
     __syncthreads();
     if (sh.one) {
         const fs_filter_cut cut = sh.cut;
-        *kept = kept_record(sh.f, cut, d, sh.red);
-        __syncthreads(); /* the shared state is reused by the block's next row */
+        *kept = kept_record(sh.f, N, cut, sh.vt, sh.leads, d, &sh.red);
         return 1;
     }
-    __syncthreads();
     if (tid == 0)
         hand_over(row, rec, fd, d, count, fb, flag_n, out_fallback);
     return 0;
