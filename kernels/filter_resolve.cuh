@@ -94,6 +94,9 @@ __device__ __forceinline__ unsigned long long entry_key(uint32_t score_key, int3
  * it starts in.  Default caching: the lanes' lists share L1 lines. */
 __device__ __forceinline__ fs_cand_list load_list(const fs_cand_list *L, int64_t k, int64_t n)
 {
+    static_assert(sizeof(fs_cand_list) == 40 && offsetof(fs_cand_list, id) == 16 &&
+                      offsetof(fs_cand_list, drop) == 32 && FS_CAND_LIST == 4,
+                  "the loads below follow fs_cand_list's layout");
     fs_cand_list c;
     if (k >= n) {
         fs_cand_init(c);
