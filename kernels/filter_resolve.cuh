@@ -1,21 +1,40 @@
 /* The filters' one-pass decision on the GPU, run by the merge kernel's block
- * of a filtered row (merge_finalize.cu) once the row's record is merged:
- * the exact
- * prefix of its sorted scores from the scan's candidate lists
+ * of a filtered row (merge_finalize.cu) once the row's record is merged: the
+ * exact prefix of its sorted scores from the scan's candidate lists
  * (filter_cands.cuh), its best FS_FILTER_CANDIDATES as an fs_filter_record,
  * then the shared fs_filter_resolve / fs_filter_kept_record
  * (filter_finalize.h) -- the same decisions as the CPU backend -- give the
  * kept record, or the row is handed to the second pass (filter_fallback.cu).
  *
- * The lists hold ~4 x (lists per row) entries; the ones
- * above D = max(drop) are the exact prefix.  Its best 64 by (score desc, id
- * asc) come from a radix select over 64-bit keys (score key, then the id
- * reversed: keys are distinct, so exactly 64 reach the selected key), 8
- * digits of 8 bits, reading the lists from L2 each round: a few microseconds
- * for the ~4000 entries of a 151936-token row, where sorting them would
- * take tens.  The kept record is built by one thread per kept noise block
- * and reduced: pushed one block after another by a single thread it cost
- * ~150 us a row at k = 50 (H100). */
+ * A row is one block of THREADS and rows are few (1 .. 64), so what counts is
+ * the block's chain of dependent memory round trips and barriers, not its
+ * work.  The steps, with the barriers each one waits on:
+ *  1. Every thread loads PER of the row's ~1000 lists at once (three wide
+ *     loads a list) and keeps them in registers; D = max(drop) and the count
+ *     of finite tokens are one block reduction (1 barrier).
+ *  2. The entries above D -- the exact prefix, G entries, hundreds for a
+ *     151936-token row -- are staged from registers into shared memory as
+ *     64-bit keys (score key, then the id reversed: distinct keys ordered as
+ *     (score desc, id asc)), a warp taking its slots with one atomic
+ *     (1 barrier).
+ *  3. A radix select narrows the keys from the top, 8 bits a round, starting
+ *     below the bits that all of them share (their score keys lie between
+ *     D's and the largest), and stops once at most CAP keys lie at or above
+ *     the selected bucket (1 barrier a round).  The first digit already
+ *     splits the prefix's score range 256 ways, so one or two rounds are
+ *     typical; ties at the 64th score go on into the id bits.  The keys left
+ *     hold the best N = min(64, G); they are gathered (1 barrier) and each
+ *     one's rank among them is counted directly, the best N written in order
+ *     into the record (1 barrier).  G <= CAP needs no round.
+ *  4. Thread 0 decides on the record while two warps note, for each
+ *     candidate, the first candidate of its noise block (1 barrier).
+ *  5. A decided row's kept record: one thread per kept noise block pushes the
+ *     block, and the blocks' records are merged over one warp, or two when
+ *     the kept set reaches past candidate 31 (1 barrier).  Pushed one block
+ *     after another by a single thread it cost ~150 us a row at k = 50
+ *     (H100).
+ * The longest serial part is thread 0's fs_filter_resolve, a walk over up to
+ * 64 candidates whose sums must keep the CPU backend's order. */
 #ifndef FS_FILTER_RESOLVE_CUH
 #define FS_FILTER_RESOLVE_CUH
 
@@ -25,247 +44,518 @@ namespace fsf {
 
 constexpr int THREADS = 256; /* the merge kernel's block */
 constexpr int WARPS = THREADS / 32;
-/* Prefix entries staged in shared memory as keys: a row's prefix is a few
- * hundred entries; reading the lists from L2 in each of the 8 rounds instead
- * cost ~40 us a row (H100).  Larger prefixes are read from the lists. */
+constexpr unsigned FULL = 0xffffffffu;
+/* Lists a thread loads at once and holds until D is known: 5 x 256 covers the
+ * Hopper tile kernel's 8 a CTA (1056 lists on an H100) and the generic scans'
+ * one per 128 tokens up to 163840 tokens; longer rows loop over groups of
+ * PER x THREADS lists, loading those twice. */
+constexpr int PER = 5;
+/* Prefix entries staged in shared memory as keys: reading the lists from L2
+ * in each of 8 radix rounds instead cost ~40 us a row (H100).  Larger
+ * prefixes (rows whose lists saw few finite tokens each) are read from the
+ * lists. */
 constexpr int STAGE = 2048;
 
-__device__ __forceinline__ unsigned long long entry_key(float s, int32_t id)
+/* Keys at or above the bucket the radix rounds stop in, whose ranks are then
+ * counted directly: up to 128, two threads a key, 64 comparisons each --
+ * about the issue time of one more round (a pass over the keys, a barrier,
+ * a scan of the histogram). */
+constexpr int CAP = 128;
+
+/* The block's shared state for one row (~25 KB). */
+struct resolve_smem {
+    unsigned long long stage[STAGE];    /* the prefix's keys */
+    unsigned long long top[CAP];        /* the keys the rank orders, after radix rounds */
+    alignas(16) unsigned int hist[3][256];
+    /* per first candidate of a noise block: its candidates' scores by place */
+    alignas(16) float vt[FS_FILTER_CANDIDATES][FS_NOISE_BLOCK];
+    alignas(16) fs_filter_record f;
+    fs_record red;
+    alignas(16) uint32_t red_kd[WARPS];
+    alignas(16) int32_t red_count[WARPS];
+    uint32_t leads[FS_FILTER_CANDIDATES / 32]; /* first candidates of their blocks */
+    int g;        /* prefix entries counted (staged while < STAGE) */
+    int c;        /* keys gathered into top */
+    uint32_t khi; /* the largest score key of the prefix */
+    int one;      /* thread 0's decision */
+    fs_filter_cut cut;
+};
+
+/* The key of an entry: its score's key, then the id reversed, so that keys
+ * are distinct and order as (score desc, id asc) does. */
+__device__ __forceinline__ unsigned long long entry_key(uint32_t score_key, int32_t id)
 {
-    return ((unsigned long long)fs_select_key(s) << 32) | (uint32_t)~(uint32_t)id;
+    return ((unsigned long long)score_key << 32) | (uint32_t)~(uint32_t)id;
 }
 
-/* Key k of the prefix: staged (k < G) or entry k of the lists (k < E). */
-__device__ __forceinline__ bool prefix_key(const unsigned long long *stage, bool staged,
-                                           const fs_cand_list *L, int64_t k, float D,
-                                           unsigned long long *key);
-
-/* Entry k of a row's lists: (score, id), valid when id >= 0 and s > D. */
-__device__ __forceinline__ bool entry(const fs_cand_list *L, int64_t k, float D, float *s,
-                                      int32_t *id)
+/* List k of a row's n lists, or an empty one past the end.  A list is 40
+ * bytes at an 8-byte boundary (cuda_ops.cu's carve aligns the array), so two
+ * 16-byte loads and one 8-byte load cover it whichever half of a 16-byte unit
+ * it starts in.  Default caching: the lanes' lists share L1 lines. */
+__device__ __forceinline__ fs_cand_list load_list(const fs_cand_list *L, int64_t k, int64_t n)
 {
-    const fs_cand_list &c = L[k / FS_CAND_LIST];
-    const int j = (int)(k % FS_CAND_LIST);
-    *s = c.s[j];
-    *id = c.id[j];
-    return *id >= 0 && *s > D;
-}
-
-__device__ __forceinline__ bool prefix_key(const unsigned long long *stage, bool staged,
-                                           const fs_cand_list *L, int64_t k, float D,
-                                           unsigned long long *key)
-{
-    if (staged) {
-        *key = stage[k];
-        return true;
+    static_assert(sizeof(fs_cand_list) == 40 && offsetof(fs_cand_list, id) == 16 &&
+                      offsetof(fs_cand_list, drop) == 32 && FS_CAND_LIST == 4,
+                  "the loads below follow fs_cand_list's layout");
+    fs_cand_list c;
+    if (k >= n) {
+        fs_cand_init(c);
+        return c;
     }
-    float s;
-    int32_t id;
-    if (!entry(L, k, D, &s, &id))
-        return false;
-    *key = entry_key(s, id);
-    return true;
+    const char *p = reinterpret_cast<const char *>(L + k);
+    const bool odd = (reinterpret_cast<uintptr_t>(p) & 8u) != 0;
+    /* even: s0..s3 | id0..id3 | drop count;  odd: s2 s3 id0 id1 | id2 id3 drop count | s0 s1 */
+    const float4 a = __ldca(reinterpret_cast<const float4 *>(p + (odd ? 8 : 0)));
+    const float4 b = __ldca(reinterpret_cast<const float4 *>(p + (odd ? 24 : 16)));
+    const float2 e = __ldca(reinterpret_cast<const float2 *>(p + (odd ? 0 : 32)));
+    c.s[0] = odd ? e.x : a.x;
+    c.s[1] = odd ? e.y : a.y;
+    c.s[2] = odd ? a.x : a.z;
+    c.s[3] = odd ? a.y : a.w;
+    c.id[0] = __float_as_int(odd ? a.z : b.x);
+    c.id[1] = __float_as_int(odd ? a.w : b.y);
+    c.id[2] = __float_as_int(odd ? b.x : b.z);
+    c.id[3] = __float_as_int(odd ? b.y : b.w);
+    c.drop = odd ? b.z : e.x;
+    c.count = __float_as_int(odd ? b.w : e.y);
+    return c;
 }
 
-/* The kept record of candidates f under cut: a thread per kept noise block
- * (the first kept candidate of each block leads it), the blocks' records
- * merged over the first two warps into the return value of thread 0.  The
- * same blocks, noise and tokens as fs_filter_kept_record; sum_exp carries
- * the merge's rounding.  Every thread of the block calls it. */
-__device__ __forceinline__ fs_record kept_record(const fs_filter_record &f, const fs_filter_cut &cut,
-                                                 const fs_row_desc &d, fs_record *red)
+/* The lists tid + i THREADS (i < PER) of group g0 (a multiple of
+ * PER x THREADS): all their loads in flight at once. */
+__device__ __forceinline__ void load_group(const fs_cand_list *L, int64_t g0, int64_t n,
+                                           fs_cand_list (&c)[PER])
+{
+#pragma unroll
+    for (int i = 0; i < PER; ++i)
+        c[i] = load_list(L, g0 + (int64_t)i * THREADS + threadIdx.x, n);
+}
+
+__device__ __forceinline__ uint32_t umax(uint32_t a, uint32_t b)
+{
+    return a > b ? a : b;
+}
+
+/* The row's D = max(drop), as its key fs_select_key(D), and its count of
+ * finite allowed tokens, to every thread; the thread's lists of the first
+ * group are loaded into `mine` on the way.  One barrier. */
+__device__ __forceinline__ void row_bounds(const fs_cand_list *L, int64_t n,
+                                           fs_cand_list (&mine)[PER], resolve_smem &sh,
+                                           uint32_t *kd_out, int *count_out)
 {
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    fs_record rec;
-    fs_record_init(&rec);
-    if (tid < f.n && fs_filter_keeps(&cut, f.s[tid])) {
-        const int32_t blk = f.id[tid] / FS_NOISE_BLOCK;
-        bool lead = true;
-        for (int j = 0; j < tid; ++j)
-            lead &= !(f.id[j] / FS_NOISE_BLOCK == blk && fs_filter_keeps(&cut, f.s[j]));
-        if (lead) {
-            float v[FS_NOISE_BLOCK];
-            for (int i = 0; i < FS_NOISE_BLOCK; ++i)
-                v[i] = -INFINITY;
-            for (int j = 0; j < f.n; ++j)
-                if (f.id[j] / FS_NOISE_BLOCK == blk && fs_filter_keeps(&cut, f.s[j]))
-                    v[f.id[j] % FS_NOISE_BLOCK] = f.s[j];
-            fs_record_push_block(&rec, &d, blk * FS_NOISE_BLOCK, FS_NOISE_BLOCK, v);
+    uint32_t kd = fs_select_key(-INFINITY);
+    int count = 0;
+    /* the later groups' drop and count first, while no list is held (their
+       entries are staged after) */
+    for (int64_t g0 = PER * THREADS; g0 < n; g0 += PER * THREADS) {
+        float2 dc[PER];
+#pragma unroll
+        for (int i = 0; i < PER; ++i) {
+            const int64_t k = g0 + (int64_t)i * THREADS + tid;
+            dc[i] = k < n ? __ldca(reinterpret_cast<const float2 *>(&L[k].drop))
+                          : make_float2(-INFINITY, 0.0f);
+        }
+#pragma unroll
+        for (int i = 0; i < PER; ++i) {
+            kd = umax(kd, fs_select_key(dc[i].x));
+            count += __float_as_int(dc[i].y);
         }
     }
-    if (warp < 2) {
-        fs_record_warp_reduce(&rec);
-        if (lane == 0)
-            red[warp] = rec;
+    load_group(L, 0, n, mine);
+#pragma unroll
+    for (int i = 0; i < PER; ++i) {
+        kd = umax(kd, fs_select_key(mine[i].drop));
+        count += mine[i].count;
+    }
+    kd = __reduce_max_sync(FULL, kd);
+    count = __reduce_add_sync(FULL, count);
+    if (lane == 0) {
+        sh.red_kd[warp] = kd;
+        sh.red_count[warp] = count;
     }
     __syncthreads();
-    if (tid == 0)
-        fs_record_merge(&rec, &red[1]);
+    kd = sh.red_kd[0];
+    count = sh.red_count[0];
+#pragma unroll
+    for (int w = 1; w < WARPS; ++w) {
+        kd = umax(kd, sh.red_kd[w]);
+        count += sh.red_count[w];
+    }
+    *kd_out = kd;
+    *count_out = count;
+}
+
+/* The first of n (< 32) consecutive slots counted from *ctr for this lane:
+ * each warp takes its lanes' slots with one atomic.  Every lane of the warp
+ * calls it. */
+__device__ __forceinline__ int warp_alloc(int *ctr, int n)
+{
+    const int lane = threadIdx.x & 31;
+    const unsigned below = (1u << lane) - 1u;
+    int before = 0, total = 0;
+#pragma unroll
+    for (int b = 0; b < 5; ++b) {
+        const unsigned m = __ballot_sync(FULL, (n >> b) & 1);
+        before += __popc(m & below) << b;
+        total += __popc(m) << b;
+    }
+    int base = 0;
+    if (lane == 0 && total > 0)
+        base = atomicAdd(ctr, total);
+    return __shfl_sync(FULL, base, 0) + before;
+}
+
+/* Stage the entries of c above D (key kd) -- this thread's share of the
+ * exact prefix -- as keys, from registers, and raise sh.khi to their largest
+ * score key.  Every thread calls it. */
+__device__ __forceinline__ void stage_lists(const fs_cand_list (&c)[PER], uint32_t kd,
+                                            resolve_smem &sh)
+{
+    static_assert(PER * FS_CAND_LIST < 32, "a lane's entries fit a 32-bit mask");
+    uint32_t valid = 0u, khi = 0u;
+#pragma unroll
+    for (int i = 0; i < PER; ++i)
+#pragma unroll
+        for (int j = 0; j < FS_CAND_LIST; ++j) {
+            const uint32_t ks = fs_select_key(c[i].s[j]);
+            const bool v = c[i].id[j] >= 0 && ks > kd;
+            valid |= (v ? 1u : 0u) << (FS_CAND_LIST * i + j);
+            khi = v ? umax(khi, ks) : khi;
+        }
+    khi = __reduce_max_sync(FULL, khi);
+    if ((threadIdx.x & 31) == 0 && khi > 0u)
+        atomicMax(&sh.khi, khi);
+    int at = warp_alloc(&sh.g, __popc(valid));
+#pragma unroll
+    for (int i = 0; i < PER; ++i)
+#pragma unroll
+        for (int j = 0; j < FS_CAND_LIST; ++j)
+            if ((valid >> (FS_CAND_LIST * i + j)) & 1u) {
+                if (at < STAGE)
+                    sh.stage[at] = entry_key(fs_select_key(c[i].s[j]), c[i].id[j]);
+                ++at;
+            }
+}
+
+/* Stage the row's prefix (the first group from `mine`, later ones reloaded);
+ * returns G, its number of entries (staged when G <= STAGE).  One barrier. */
+__device__ __forceinline__ int stage_row(const fs_cand_list *L, int64_t n,
+                                         const fs_cand_list (&mine)[PER], uint32_t kd,
+                                         resolve_smem &sh)
+{
+    stage_lists(mine, kd, sh);
+    for (int64_t g0 = PER * THREADS; g0 < n; g0 += PER * THREADS) {
+        fs_cand_list c[PER];
+        load_group(L, g0, n, c);
+        stage_lists(c, kd, sh);
+    }
+    __syncthreads();
+    return sh.g;
+}
+
+/* Where the radix select reads the prefix's keys: the staged ones, or the
+ * lists' entries above D when the prefix was too long to stage. */
+struct key_src {
+    const unsigned long long *stage; /* NULL: read the lists */
+    const fs_cand_list *L;
+    int64_t total; /* keys staged, or entries of the lists */
+    uint32_t kd;
+};
+
+/* Keys a thread reads at once: all of a full stage. */
+constexpr int BATCH = STAGE / THREADS;
+
+/* This thread's keys k0 + i THREADS + tid (i < BATCH) of src; ok[i] when
+ * there is one. */
+__device__ __forceinline__ void load_keys(const key_src &src, int64_t k0,
+                                          unsigned long long (&key)[BATCH], bool (&ok)[BATCH])
+{
+#pragma unroll
+    for (int i = 0; i < BATCH; ++i) {
+        const int64_t k = k0 + (int64_t)i * THREADS + threadIdx.x;
+        ok[i] = false;
+        key[i] = 0ull;
+        if (k >= src.total)
+            continue;
+        if (src.stage) {
+            key[i] = src.stage[k];
+            ok[i] = true;
+            continue;
+        }
+        const fs_cand_list &c = src.L[k / FS_CAND_LIST];
+        const int j = (int)(k % FS_CAND_LIST);
+        const uint32_t ks = fs_select_key(c.s[j]);
+        const int32_t id = c.id[j];
+        ok[i] = id >= 0 && ks > src.kd;
+        key[i] = entry_key(ks, id);
+    }
+}
+
+/* The radix select's progress, the same in every thread: the N-th largest
+ * key has bits >= hi equal to prefix's (below hi prefix is 0), and is the
+ * need-th largest of the keys that do; `size` keys are >= prefix -- the
+ * keys above that bucket (all among the best N) and the bucket's own. */
+struct select_state {
+    unsigned long long prefix;
+    int hi; /* 64: no bit fixed */
+    int need;
+    int size;
+};
+
+/* Before the first round: every staged key's score key lies in
+ * [kd + 1, khi], so the bits above their highest difference are common to
+ * all of them and need no round. */
+__device__ __forceinline__ select_state select_start(uint32_t kd, uint32_t khi, int G, int N)
+{
+    const uint32_t diff = (kd + 1u) ^ khi;
+    select_state st;
+    st.hi = 32 + (diff ? 32 - __clz((int)diff) : 0);
+    st.prefix = st.hi >= 64 ? 0ull : (((unsigned long long)khi << 32) >> st.hi) << st.hi;
+    st.need = N;
+    st.size = G;
+    return st;
+}
+
+__device__ __forceinline__ bool in_bucket(unsigned long long key, const select_state &st)
+{
+    return st.hi >= 64 || (key >> st.hi) == (st.prefix >> st.hi);
+}
+
+/* Histogram into h the digit (key >> shift) & 255 of the keys in st's
+ * bucket. */
+__device__ __forceinline__ void count_digits(const key_src &src, const select_state &st,
+                                             int shift, unsigned int *h)
+{
+    for (int64_t k0 = 0; k0 < src.total; k0 += (int64_t)BATCH * THREADS) {
+        unsigned long long key[BATCH];
+        bool ok[BATCH];
+        load_keys(src, k0, key, ok);
+#pragma unroll
+        for (int i = 0; i < BATCH; ++i)
+            if (ok[i] && in_bucket(key[i], st))
+                atomicAdd(&h[(key[i] >> shift) & 255u], 1u);
+    }
+}
+
+/* Each warp on its own, from the whole histogram h of the digit at shift:
+ * narrow st to the bucket holding the need-th largest key.  Every warp
+ * computes the same, so no thread has to publish it (and no barrier). */
+__device__ __forceinline__ void narrow(const unsigned int *h, int shift, int N, select_state &st)
+{
+    const int lane = threadIdx.x & 31;
+    /* lane l holds buckets 255 - 8 l .. 248 - 8 l, from the top */
+    const uint4 a = *reinterpret_cast<const uint4 *>(h + 252 - 8 * lane);
+    const uint4 b = *reinterpret_cast<const uint4 *>(h + 248 - 8 * lane);
+    const unsigned int v[8] = {a.w, a.z, a.y, a.x, b.w, b.z, b.y, b.x};
+    unsigned int part = 0;
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+        part += v[i];
+    unsigned int incl = part;
+#pragma unroll
+    for (int m = 1; m < 32; m <<= 1) {
+        const unsigned int o = __shfl_up_sync(FULL, incl, m);
+        if (lane >= m)
+            incl += o;
+    }
+    const unsigned int need = (unsigned int)st.need;
+    const int src = __ffs(__ballot_sync(FULL, incl >= need)) - 1;
+    /* what the lane would pick if the need-th key were among its buckets */
+    unsigned int above = incl - part, cnt = 0;
+    int at = 8;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+        if (at == 8 && above + v[i] >= need) {
+            at = i;
+            cnt = v[i];
+        } else if (at == 8) {
+            above += v[i];
+        }
+    }
+    at = __shfl_sync(FULL, at, src);
+    above = __shfl_sync(FULL, above, src);
+    cnt = __shfl_sync(FULL, cnt, src);
+    st.prefix |= (unsigned long long)(255 - 8 * src - at) << shift;
+    st.need = (int)(need - above);
+    st.size = N - st.need + (int)cnt;
+    st.hi = shift;
+}
+
+/* Radix rounds, 8 bits a round from the top, until at most CAP keys lie at
+ * or above st's bucket (with distinct keys a bucket of fixed bits holds one
+ * key, so at most 8 rounds); returns the rounds done.  One barrier a round:
+ * the rounds count into three histograms in turn and round r zeroes round
+ * r + 1's, whose last readers (round r - 2's narrow, in every warp) are
+ * behind round r - 1's barrier, and whose counts come after round r's. */
+__device__ __forceinline__ int select_rounds(const key_src &src, int N, select_state &st,
+                                             unsigned int (&hist)[3][256])
+{
+    int r = 0;
+    while (st.size > CAP && st.hi > 0) {
+        unsigned int *h = hist[r % 3];
+        hist[(r + 1) % 3][threadIdx.x] = 0u;
+        const int shift = st.hi > 8 ? st.hi - 8 : 0;
+        count_digits(src, st, shift, h);
+        __syncthreads();
+        narrow(h, shift, N, st);
+        ++r;
+    }
+    return r;
+}
+
+/* The keys >= st.prefix (st.size <= CAP of them) into top.  One barrier. */
+__device__ __forceinline__ void gather_top(const key_src &src, const select_state &st,
+                                           unsigned long long *top, int *slots)
+{
+    for (int64_t k0 = 0; k0 < src.total; k0 += (int64_t)BATCH * THREADS) {
+        unsigned long long key[BATCH];
+        bool ok[BATCH];
+        load_keys(src, k0, key, ok);
+        int n = 0;
+#pragma unroll
+        for (int i = 0; i < BATCH; ++i) {
+            ok[i] = ok[i] && key[i] >= st.prefix;
+            n += ok[i] ? 1 : 0;
+        }
+        int at = warp_alloc(slots, n);
+#pragma unroll
+        for (int i = 0; i < BATCH; ++i)
+            if (ok[i]) {
+                if (at < CAP)
+                    top[at] = key[i];
+                ++at;
+            }
+    }
+    __syncthreads();
+}
+
+/* The best N of the c (<= THREADS) distinct keys into f, in order: a key's
+ * rank is the number of larger keys, counted by P threads a key (as many as
+ * fit the block, up to 8) and summed over them. */
+__device__ __forceinline__ void rank_keys(const unsigned long long *keys, int c, int N,
+                                          fs_filter_record &f)
+{
+    const int lg = c <= THREADS / 8 ? 3 : c <= THREADS / 4 ? 2 : c <= THREADS / 2 ? 1 : 0;
+    const int P = 1 << lg;
+    const int q = threadIdx.x >> lg, part = threadIdx.x & (P - 1);
+    unsigned long long key = 0ull;
+    int r = 0;
+    if (q < c) {
+        key = keys[q];
+#pragma unroll 4
+        for (int j = part; j < c; j += P)
+            r += keys[j] > key ? 1 : 0;
+    }
+    for (int m = 1; m < P; m <<= 1)
+        r += __shfl_xor_sync(FULL, r, m);
+    if (q < c && part == 0 && r < N) {
+        f.s[r] = fs_select_score((uint32_t)(key >> 32));
+        f.id[r] = (int32_t)~(uint32_t)key;
+    }
+}
+
+/* Warps 2 and 3, candidate t = tid - 64 each (t < N), while thread 0
+ * decides: the first candidate of t's noise block -- the one that pushes the
+ * block in kept_record -- gets t's score in its row of sh.vt, at t's place in
+ * the block; sh.leads marks the first ones.  The kept set is a prefix of the
+ * candidates (every filter keeps an upper set of scores, and the candidates
+ * are sorted by score), so for a kept t the first candidate of its block is
+ * also its first kept one, the block fs_filter_kept_record groups it in. */
+__device__ __forceinline__ void note_blocks(const fs_filter_record &f, int N,
+                                            float (*vt)[FS_NOISE_BLOCK], uint32_t *leads)
+{
+    const int t = threadIdx.x - 64, lane = t & 31;
+    const bool cand = t < N;
+    const int32_t id = cand ? f.id[t] : 0;
+    const int32_t blk = cand ? id / FS_NOISE_BLOCK : -1 - lane; /* the others match nothing */
+    int first = (t & ~31) + __ffs(__match_any_sync(FULL, blk)) - 1;
+    if (cand && t >= 32) {
+        /* candidates 0 .. 31 come before (all present: N > t) */
+        uint32_t m = 0u;
+#pragma unroll
+        for (int j = 0; j < 32; ++j)
+            m |= (f.id[j] / FS_NOISE_BLOCK == blk ? 1u : 0u) << j;
+        if (m)
+            first = __ffs(m) - 1;
+    }
+    if (cand)
+        vt[first][id % FS_NOISE_BLOCK] = f.s[t];
+    const uint32_t firsts = __ballot_sync(FULL, cand && first == t);
+    if (lane == 0)
+        leads[t >> 5] = firsts;
+}
+
+/* fs_record_warp_reduce's result in lane 0 when only the lanes with `pushed`
+ * changed their records from fs_record_init: the rounds whose partners of
+ * lanes 0 .. mask - 1 are all untouched are left out (merging an untouched
+ * record changes nothing, bit for bit, and those lanes' values are all lane
+ * 0's tree reads afterwards).  The whole warp calls it. */
+__device__ __forceinline__ void reduce_pushed(fs_record &rec, bool pushed)
+{
+    const uint32_t m = __ballot_sync(FULL, pushed);
+    const int last = 31 - __clz((int)m); /* -1 when none pushed */
+#pragma unroll
+    for (int mask = 16; mask > 0; mask >>= 1)
+        if (mask <= last) { /* the same in every lane */
+            const fs_record o = fs_record_shfl_xor(rec, mask);
+            fs_record_merge(&rec, &o);
+        }
+}
+
+/* The kept record of the N candidates f under cut: a thread per kept noise
+ * block (its first candidate, from note_blocks) pushes the block's kept
+ * scores from its row of vt, and the blocks' records are merged over the
+ * warp -- or the first two, when the kept set reaches past candidate 31 --
+ * into the return value of thread 0.  The same blocks, noise and tokens as
+ * fs_filter_kept_record; sum_exp carries the merge's rounding.  Every thread
+ * of the block calls it. */
+__device__ __forceinline__ fs_record kept_record(const fs_filter_record &f, int N,
+                                                 const fs_filter_cut &cut,
+                                                 const float (*vt)[FS_NOISE_BLOCK],
+                                                 const uint32_t *leads, const fs_row_desc &d,
+                                                 fs_record *red)
+{
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const bool wide = N > 32 && fs_filter_keeps(&cut, f.s[32]); /* the same in every thread */
+    fs_record rec;
+    fs_record_init(&rec);
+    const bool push = tid < N && fs_filter_keeps(&cut, f.s[tid]) && ((leads[warp] >> lane) & 1u);
+    if (push) {
+        float v[FS_NOISE_BLOCK];
+#pragma unroll
+        for (int q = 0; q < FS_NOISE_BLOCK / 4; ++q) {
+            const float4 x = reinterpret_cast<const float4 *>(vt[tid])[q];
+            v[4 * q] = x.x;
+            v[4 * q + 1] = x.y;
+            v[4 * q + 2] = x.z;
+            v[4 * q + 3] = x.w;
+        }
+        /* the block's candidates past the kept prefix, and its empty places */
+#pragma unroll
+        for (int i = 0; i < FS_NOISE_BLOCK; ++i)
+            v[i] = fs_filter_keeps(&cut, v[i]) ? v[i] : -INFINITY;
+        const int32_t blk = f.id[tid] / FS_NOISE_BLOCK;
+        fs_record_push_block(&rec, &d, blk * FS_NOISE_BLOCK, FS_NOISE_BLOCK, v);
+    }
+    if (warp == 0 || (wide && warp == 1))
+        reduce_pushed(rec, push);
+    if (wide) {
+        if (warp == 1 && lane == 0)
+            *red = rec;
+        __syncthreads();
+        if (tid == 0)
+            fs_record_merge(&rec, red);
+    }
     return rec;
 }
 
-/* Resolve filtered row `row` whose merged record is rec (every thread passes
- * it): returns 1 to every thread when the one pass decided it, with the
- * kept record in *kept (thread 0); 0 when the row was handed to the second
- * pass (fb, flag_n, out_fallback updated).  Every thread of the block calls
- * it; rows that do not filter must not. */
-__device__ int fs_filter_resolve_row(int64_t row, const fs_record &rec, const fs_filter_desc &fd,
-                                     const fs_row_desc &d, const fs_cand_list *__restrict__ cands,
-                                     int64_t lists_per_row, fs_fallback_row *fb,
-                                     unsigned int *flag_n, int32_t *out_fallback, int force,
-                                     fs_record *kept)
+/* Thread 0: hand row over to the second pass. */
+__device__ __forceinline__ void hand_over(int64_t row, const fs_record &rec,
+                                          const fs_filter_desc &fd, const fs_row_desc &d,
+                                          int count, fs_fallback_row *fb, unsigned int *flag_n,
+                                          int32_t *out_fallback)
 {
-    __shared__ float red_f[WARPS];
-    __shared__ int red_i[WARPS];
-    __shared__ unsigned int hist[256];
-    __shared__ unsigned long long sh_prefix;
-    __shared__ int sh_need, sh_slot;
-    __shared__ unsigned long long g_key[FS_FILTER_CANDIDATES];
-    __shared__ float g_s[FS_FILTER_CANDIDATES];
-    __shared__ int32_t g_id[FS_FILTER_CANDIDATES];
-    __shared__ fs_filter_record f;
-    __shared__ fs_filter_cut sh_cut;
-    __shared__ int sh_one;
-    __shared__ fs_record red[2];
-    __shared__ unsigned long long stage[STAGE];
-    __shared__ int sh_g;
-
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const fs_cand_list *L = cands + row * lists_per_row;
-    const int64_t E = lists_per_row * FS_CAND_LIST;
-
-    /* D and the count of finite allowed tokens */
-    float D = -INFINITY;
-    int count = 0;
-    for (int64_t k = tid; k < lists_per_row; k += THREADS) {
-        D = fmaxf(D, L[k].drop);
-        count += L[k].count;
-    }
-    for (int m = 16; m > 0; m >>= 1) {
-        D = fmaxf(D, __shfl_xor_sync(0xffffffffu, D, m));
-        count += __shfl_xor_sync(0xffffffffu, count, m);
-    }
-    if (lane == 0) {
-        red_f[warp] = D;
-        red_i[warp] = count;
-    }
-    __syncthreads();
-    D = red_f[0];
-    count = red_i[0];
-    for (int w = 1; w < WARPS; ++w) {
-        D = fmaxf(D, red_f[w]);
-        count += red_i[w];
-    }
-    /* the exact prefix: G entries, staged as keys when they fit */
-    if (tid == 0)
-        sh_g = 0;
-    __syncthreads();
-    for (int64_t k = tid; k < E; k += THREADS) {
-        float s;
-        int32_t id;
-        if (entry(L, k, D, &s, &id)) {
-            const int at = atomicAdd(&sh_g, 1);
-            if (at < STAGE)
-                stage[at] = entry_key(s, id);
-        }
-    }
-    __syncthreads();
-    const int G = sh_g;
-    const bool staged = G <= STAGE;
-    const int64_t total = staged ? G : E;
-    const int N = G < FS_FILTER_CANDIDATES ? G : FS_FILTER_CANDIDATES;
-
-    /* the N-th largest key, 8 bits at a time from the top */
-    if (tid == 0) {
-        sh_prefix = 0ull;
-        sh_need = N;
-        sh_slot = 0;
-    }
-    __syncthreads();
-    for (int round = 0; round < 8 && N > 0; ++round) {
-        const int shift = 56 - 8 * round;
-        hist[tid] = 0u;
-        __syncthreads();
-        const unsigned long long prefix = sh_prefix;
-        for (int64_t k = tid; k < total; k += THREADS) {
-            unsigned long long key;
-            if (!prefix_key(stage, staged, L, k, D, &key))
-                continue;
-            if (round > 0 && (key >> (shift + 8)) != (prefix >> (shift + 8)))
-                continue;
-            atomicAdd(&hist[(key >> shift) & 255u], 1u);
-        }
-        __syncthreads();
-        if (warp == 0) {
-            /* lane l holds buckets 255 - 8 l .. 248 - 8 l, from the top */
-            unsigned int part = 0;
-            for (int i = 0; i < 8; ++i)
-                part += hist[255 - 8 * lane - i];
-            unsigned int incl = part;
-            for (int m = 1; m < 32; m <<= 1) {
-                const unsigned int o = __shfl_up_sync(0xffffffffu, incl, m);
-                if (lane >= m)
-                    incl += o;
-            }
-            const int need = sh_need;
-            const unsigned int hit = __ballot_sync(0xffffffffu, incl >= (unsigned int)need);
-            __syncwarp(); /* every lane has read sh_need before one lane writes it */
-            if (lane == __ffs(hit) - 1) {
-                unsigned int above = incl - part;
-                for (int i = 0; i < 8; ++i) {
-                    const int b = 255 - 8 * lane - i;
-                    if (above + hist[b] >= (unsigned int)need) {
-                        sh_need = need - (int)above;
-                        sh_prefix = prefix | ((unsigned long long)b << shift);
-                        break;
-                    }
-                    above += hist[b];
-                }
-            }
-        }
-        __syncthreads();
-    }
-    /* gather the N entries with key >= the selected one, then sort them */
-    const unsigned long long K = sh_prefix;
-    for (int64_t k = tid; k < total && N > 0; k += THREADS) {
-        unsigned long long key;
-        if (!prefix_key(stage, staged, L, k, D, &key))
-            continue;
-        if (key >= K) {
-            const int at = atomicAdd(&sh_slot, 1);
-            if (at < FS_FILTER_CANDIDATES) {
-                g_key[at] = key;
-                g_s[at] = fs_select_score((uint32_t)(key >> 32));
-                g_id[at] = (int32_t)~(uint32_t)key;
-            }
-        }
-    }
-    __syncthreads();
-    if (tid < N) {
-        int rank = 0;
-        for (int j = 0; j < N; ++j)
-            rank += g_key[j] > g_key[tid] ? 1 : 0;
-        f.s[rank] = g_s[tid];
-        f.id[rank] = g_id[tid];
-    }
-    __syncthreads(); /* f is whole before thread 0 decides on it */
-    if (tid == 0) {
-        f.count = count;
-        f.n = N;
-        fs_filter_cut cut;
-        sh_one = !force && fs_filter_resolve(&rec, &f, &fd, &cut) == FS_FILTER_ONE_PASS;
-        sh_cut = cut;
-    }
-    __syncthreads();
-    if (sh_one) {
-        const fs_filter_cut cut = sh_cut;
-        *kept = kept_record(f, cut, d, red);
-        __syncthreads(); /* the shared state is reused by the block's next row */
-        return 1;
-    }
-    __syncthreads();
-    if (tid != 0)
-        return 0;
     const unsigned int at = atomicAdd(flag_n, 1u);
     fs_fallback_row r;
     r.row = (int32_t)row;
@@ -288,6 +578,76 @@ __device__ int fs_filter_resolve_row(int64_t row, const fs_record &rec, const fs
     fb[at] = r;
     if (out_fallback)
         atomicAdd(&out_fallback[d.request], 1);
+}
+
+/* Resolve filtered row `row` whose merged record is rec (every thread passes
+ * it): returns 1 to every thread when the one pass decided it, with the
+ * kept record in *kept (thread 0); 0 when the row was handed to the second
+ * pass (fb, flag_n, out_fallback updated).  Every thread of the block calls
+ * it; rows that do not filter must not.  The block resolves one row: a
+ * caller that went on to another would need a __syncthreads first, the
+ * shared state is not released by a barrier at the end. */
+__device__ int fs_filter_resolve_row(int64_t row, const fs_record &rec, const fs_filter_desc &fd,
+                                     const fs_row_desc &d, const fs_cand_list *__restrict__ cands,
+                                     int64_t lists_per_row, fs_fallback_row *fb,
+                                     unsigned int *flag_n, int32_t *out_fallback, int force,
+                                     fs_record *kept)
+{
+    __shared__ resolve_smem sh;
+    const int tid = threadIdx.x;
+    const fs_cand_list *L = cands + row * lists_per_row;
+
+    /* what the passes below count into or fill: the first barrier
+       (row_bounds') orders these writes before them */
+    if (tid == 0) {
+        sh.g = 0;
+        sh.c = 0;
+        sh.khi = 0u;
+    }
+    sh.hist[0][tid] = 0u;
+    static_assert(FS_FILTER_CANDIDATES * FS_NOISE_BLOCK == 4 * THREADS, "a float4 a thread");
+    reinterpret_cast<float4 *>(&sh.vt[0][0])[tid] =
+        make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
+
+    fs_cand_list mine[PER];
+    uint32_t kd;
+    int count;
+    row_bounds(L, lists_per_row, mine, sh, &kd, &count);
+    /* the exact prefix: G entries, staged as keys when they fit */
+    const int G = stage_row(L, lists_per_row, mine, kd, sh);
+    const int N = G < FS_FILTER_CANDIDATES ? G : FS_FILTER_CANDIDATES;
+    key_src src;
+    src.stage = G <= STAGE ? sh.stage : nullptr;
+    src.L = L;
+    src.total = G <= STAGE ? (int64_t)G : lists_per_row * FS_CAND_LIST;
+    src.kd = kd;
+    /* its best N: all G ranked when few, else those at or above the radix
+       select's bucket */
+    select_state st = select_start(kd, sh.khi, G, N);
+    if (select_rounds(src, N, st, sh.hist) > 0) {
+        gather_top(src, st, sh.top, &sh.c);
+        rank_keys(sh.top, st.size < CAP ? st.size : CAP, N, sh.f);
+    } else {
+        rank_keys(sh.stage, G, N, sh.f);
+    }
+    __syncthreads(); /* f is whole before thread 0 decides on it */
+    if (tid == 0) {
+        sh.f.count = count;
+        sh.f.n = N;
+        fs_filter_cut cut;
+        sh.one = !force && fs_filter_resolve(&rec, &sh.f, &fd, &cut) == FS_FILTER_ONE_PASS;
+        sh.cut = cut;
+    } else if (tid >= 64 && tid < 128) {
+        note_blocks(sh.f, N, sh.vt, sh.leads);
+    }
+    __syncthreads();
+    if (sh.one) {
+        const fs_filter_cut cut = sh.cut;
+        *kept = kept_record(sh.f, N, cut, sh.vt, sh.leads, d, &sh.red);
+        return 1;
+    }
+    if (tid == 0)
+        hand_over(row, rec, fd, d, count, fb, flag_n, out_fallback);
     return 0;
 }
 

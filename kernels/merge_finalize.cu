@@ -19,8 +19,15 @@
  * record; FS_OP_SAMPLE / FS_OP_ARGMAX = finalize the row into the outputs.
  * A filtered row (filt.fdescs non-NULL, FS_ROWF_FILTER) is then resolved by
  * the block (filter_resolve.cuh): its kept record is what gets stored or
- * finalized, or the row is handed to the second pass, which ends it. */
-__global__ void __launch_bounds__(FS_MERGE_THREADS)
+ * finalized, or the row is handed to the second pass, which ends it.
+ * FILT: the op has filters.  Only that instance holds the resolve, with its
+ * registers and its 20+ KB of shared memory (1 KB without), so that ops
+ * without filters keep the plain merge's blocks per SM at large row counts.
+ * The bound of one block an SM lets ptxas give the resolve the registers it
+ * needs: without it ptxas may hold the filtered instance to 80 registers
+ * (3 blocks of 256 an SM) and spill. */
+template <bool FILT>
+__global__ void __launch_bounds__(FS_MERGE_THREADS, 1)
     fs_merge_kernel(const fs_record *__restrict__ tile_recs, int64_t tiles_per_row,
                     const fs_row_desc *__restrict__ descs, fs_record *row_recs, int fin_op,
                     const int32_t *__restrict__ pre_status, int32_t *out_tokens,
@@ -38,7 +45,7 @@ __global__ void __launch_bounds__(FS_MERGE_THREADS)
         acc = fs_merge_run(tile_recs + row * tiles_per_row, tiles_per_row, threadIdx.x,
                            FS_MERGE_THREADS);
     acc = fs_record_block_reduce(acc, scratch);
-    if (filt.fdescs && (d.flags & FS_ROWF_FILTER)) {
+    if (FILT && filt.fdescs && (d.flags & FS_ROWF_FILTER)) {
         if (threadIdx.x == 0)
             merged = acc;
         __syncthreads();
@@ -74,10 +81,10 @@ cudaError_t fs_launch_merge(const fs_op_args *a, const fs_record *tile_recs,
         f = *filt;
     int32_t *out_fallback = filt && a->params ? a->params->out_filter_fallback : nullptr;
     fs_pdl_config pc(dim3((unsigned)a->rows), dim3(FS_MERGE_THREADS), 0, stream, overlap);
-    cudaError_t e = cudaLaunchKernelEx(&pc.cfg, fs_merge_kernel, tile_recs, tiles_per_row, descs,
-                                       row_recs, fin_op, pre_status, a->out_tokens,
-                                       a->out_values, a->out_row_status, f, out_fallback,
-                                       force_second_pass);
+    const auto kernel = filt ? fs_merge_kernel<true> : fs_merge_kernel<false>;
+    cudaError_t e = cudaLaunchKernelEx(&pc.cfg, kernel, tile_recs, tiles_per_row, descs, row_recs,
+                                       fin_op, pre_status, a->out_tokens, a->out_values,
+                                       a->out_row_status, f, out_fallback, force_second_pass);
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 
