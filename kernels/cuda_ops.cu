@@ -27,6 +27,7 @@
  *   tp_gather  fs_record   [ranks][rows]               only when sharded over > 1 rank
  */
 #include "cuda_common.cuh"
+#include "dtype.h"
 #include "filter_check.h"
 #include "filter_gpu.cuh"
 #include "scan_hopper.cuh"
@@ -127,14 +128,17 @@ const char *op_name(fs_op op)
 
 } // namespace
 
-/* The Hopper tile kernel over rows [r0, r0 + nr) of the op: the rows' own
- * slices of H, descriptors, bias, mask, records and candidate lists. */
-static cudaError_t launch_tile_rows(const fs_context *ctx, const fs_op_args *a,
-                                    const fs_scan_args *s, fs_hopper_opts o, int64_t n_recs,
-                                    int64_t r0, int64_t nr, cudaStream_t stream)
+/* The Hopper scan `o` picks (tile or rows-as-M kernel) over rows [r0, r0 +
+ * nr) of the op: the rows' own slices of H, descriptors, bias, mask,
+ * records and candidate lists.  fs_launch_fused_scan runs it once over every
+ * row, or per row chunk for filtered ops past the tile kernel's 160 rows. */
+static cudaError_t launch_hopper_rows(const fs_context *ctx, const fs_op_args *a,
+                                      const fs_scan_args *s, fs_hopper_opts o, int64_t n_recs,
+                                      int64_t r0, int64_t nr, cudaStream_t stream)
 {
     const fs_lm_head *h = a->head;
-    const char *H = static_cast<const char *>(a->hidden) + r0 * h->hidden_dim * 2; /* 16-bit */
+    const char *H = static_cast<const char *>(a->hidden) +
+                    (size_t)(r0 * h->hidden_dim) * fs_dtype_bytes(h->dtype);
     if (o.cands)
         o.cands += r0 * n_recs * FS_HOPPER_TILE_LISTS;
     return (cudaError_t)fs_hopper_scan_launch_ex(
@@ -185,8 +189,8 @@ cudaError_t fs_launch_fused_scan(fs_context *ctx, const fs_op_args *a, fs_scan_a
         const int64_t n_recs = fs_hopper_records_per_row(a->vocab_size, per, ctx->sm_count, &o);
         cudaError_t e = cudaSuccess;
         for (int64_t r0 = 0; r0 < a->rows && e == cudaSuccess; r0 += per)
-            e = launch_tile_rows(ctx, a, s, o, n_recs, r0,
-                                 a->rows - r0 < per ? a->rows - r0 : per, stream);
+            e = launch_hopper_rows(ctx, a, s, o, n_recs, r0,
+                                   a->rows - r0 < per ? a->rows - r0 : per, stream);
         if (e != cudaErrorNoKernelImageForDevice && e != cudaErrorInvalidDeviceFunction) {
             /* at most min(sm_count, ceil(V / 128)) records per row, which the
                workspace holds */
