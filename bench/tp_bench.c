@@ -1,11 +1,18 @@
-/* Tensor-parallel benchmark: fs_sample with the LM head sharded over the
+/* Tensor-parallel benchmark: the fused ops with the LM head sharded over the
  * vocabulary across TP GPUs (one process per GPU, NCCL), against
  *   ideal      = the TP=1 fused time / TP
  *   allgather  = each rank's cuBLAS GEMM of its shard, NCCL all-gather of the
- *                logits, the [ranks][rows][V/TP] -> [rows][V] copy, and the
- *                unfused Gumbel sampler (what engines do today).
+ *                logits, the [ranks][rows][V/TP] -> [rows][V] copy, then one
+ *                pass over the whole logits (what engines do today):
+ *                sample: the unfused Gumbel sampler; verify and tree: the
+ *                op's _logits variant on an unsharded context.
+ * Ops: sample (one row a request), verify (requests of 4 greedy drafts, 5
+ * rows each), tree (requests of a 7-node binary draft tree, 8 rows each:
+ * two children at the root and under the first four nodes); rows is the
+ * target row count, rounded down to whole requests (at least one).
  * CUDA events on rank 0, the L2 flushed before every rep, medians.
- *   tp_bench [--vocab V] [--dim D] [--rows 16,64,256] [--max-tp N] [--reps N] [--csv F] */
+ *   tp_bench [--vocab V] [--dim D] [--rows 1,64,256,1024] [--ops sample,verify,tree]
+ *            [--max-tp N] [--reps N] [--csv F] */
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE
 
@@ -27,24 +34,30 @@
 
 #define MAX_ROWS_LIST 16
 #define MAX_TP 8
+#define TREE_ROWS 8   /* a request's rows in the tree op: 7 nodes + the root */
+#define VERIFY_ROWS 5 /* 4 drafts + the bonus row */
+
+enum { OP_SAMPLE, OP_VERIFY, OP_TREE, NUM_OPS };
+static const char *const op_names[NUM_OPS] = {"sample", "verify", "tree"};
 
 typedef struct shared {
     volatile int id_ready;
     ncclUniqueId id;
     volatile int failed;
-    double fused_ms[MAX_ROWS_LIST], allgather_ms[MAX_ROWS_LIST];
+    double fused_ms[NUM_OPS][MAX_ROWS_LIST], allgather_ms[NUM_OPS][MAX_ROWS_LIST];
 } shared;
 
 typedef struct options {
     int64_t vocab, dim, rows[MAX_ROWS_LIST];
     int nrows, max_tp, reps, warmup;
+    int ops[NUM_OPS]; /* which ops run */
     const char *csv;
 } options;
 
 typedef struct rank_state {
-    int rank, tp;
+    int rank, tp, op;
     int64_t rows, v_local, dim;
-    fs_context *ctx;
+    fs_context *ctx, *ctx_whole; /* sharded (TP > 1), and unsharded for the baseline */
     ncclComm_t comm;
     cudaStream_t stream;
     fs_lm_head head;
@@ -52,7 +65,11 @@ typedef struct rank_state {
     fs_sampling params;
     float *temperature;
     uint64_t *seed;
-    int32_t *tokens, *status;
+    int32_t *tokens, *status, *num_emitted;
+    float *logprobs;
+    fs_drafts drafts;    /* verify: requests of VERIFY_ROWS - 1 drafts */
+    fs_draft_tree tree;  /* tree: requests of TREE_ROWS - 1 nodes */
+    int32_t *offsets_verify, *offsets_tree, *draft_tokens, *tree_parents;
     void *ws, *bl_ws;
     size_t ws_bytes;
     bl_gemm *gemm;
@@ -69,8 +86,37 @@ typedef struct rank_state {
 static int run_fused(void *arg)
 {
     rank_state *s = arg;
-    return fs_sample(s->ctx, &s->head, s->hidden, s->rows, &s->params, s->ws, s->ws_bytes,
-                     s->tokens, NULL, s->status) != FS_OK;
+    switch (s->op) {
+    case OP_VERIFY:
+        return fs_verify(s->ctx, &s->head, s->hidden, &s->drafts, &s->params, s->ws,
+                         s->ws_bytes, s->tokens, s->num_emitted, NULL, s->status) != FS_OK;
+    case OP_TREE:
+        return fs_verify_tree(s->ctx, &s->head, s->hidden, &s->tree, &s->params, s->ws,
+                              s->ws_bytes, s->tokens, NULL, s->num_emitted, NULL,
+                              s->status) != FS_OK;
+    default:
+        return fs_sample(s->ctx, &s->head, s->hidden, s->rows, &s->params, s->ws, s->ws_bytes,
+                         s->tokens, NULL, s->status) != FS_OK;
+    }
+}
+
+/* The one pass over the gathered logits [rows, V]. */
+static int pass_over_logits(rank_state *s, const void *logits)
+{
+    const int64_t V = s->v_local * s->tp;
+    switch (s->op) {
+    case OP_VERIFY:
+        return fs_verify_logits(s->ctx_whole, logits, FS_DTYPE_BF16, V, &s->drafts, &s->params,
+                                s->ws, s->ws_bytes, s->tokens, s->num_emitted, NULL,
+                                s->status) != FS_OK;
+    case OP_TREE:
+        return fs_verify_tree_logits(s->ctx_whole, logits, FS_DTYPE_BF16, V, &s->tree,
+                                     &s->params, s->ws, s->ws_bytes, s->tokens, NULL,
+                                     s->num_emitted, NULL, s->status) != FS_OK;
+    default:
+        return bl_gumbel_sample(logits, s->rows, V, s->temperature, s->seed, s->bl_ws,
+                                s->tokens, s->stream) != cudaSuccess;
+    }
 }
 
 static int run_allgather(void *arg)
@@ -89,9 +135,30 @@ static int run_allgather(void *arg)
             return 1;
         logits = s->logits;
     }
-    return bl_gumbel_sample(logits, s->rows, s->v_local * s->tp, s->temperature, s->seed,
-                            s->bl_ws, s->tokens, s->stream) != cudaSuccess;
+    return pass_over_logits(s, logits);
 }
+
+/* Requests of `per` rows for op: verify's drafts (greedy chains) or the
+ * tree's binary shape; rows is rounded down to whole requests. */
+static int64_t set_requests(rank_state *s, int64_t rows)
+{
+    const int per = s->op == OP_TREE ? TREE_ROWS : VERIFY_ROWS;
+    int64_t R = rows / per > 0 ? rows / per : 1;
+    int64_t n = rows / per > 0 ? per - 1 : rows - 1; /* fewer rows than a request: a shorter one */
+    int32_t *off = malloc(sizeof(int32_t) * (size_t)(R + 1));
+    for (int64_t r = 0; r <= R; ++r)
+        off[r] = (int32_t)(r * n);
+    int32_t *dst = s->op == OP_TREE ? s->offsets_tree : s->offsets_verify;
+    CUDA_CHECK(cudaMemcpy(dst, off, sizeof(int32_t) * (size_t)(R + 1), cudaMemcpyHostToDevice));
+    free(off);
+    if (s->op == OP_TREE)
+        s->tree = (fs_draft_tree){R, R * n, 3, 2, s->draft_tokens, s->tree_parents,
+                                  s->offsets_tree};
+    else
+        s->drafts = (fs_drafts){R, R * n, VERIFY_ROWS - 1, s->draft_tokens, s->offsets_verify};
+    return R * (n + 1);
+}
+
 
 static void *dalloc(size_t bytes)
 {
@@ -152,9 +219,45 @@ static void rank_main(const options *o, shared *sh, int rank, int tp)
     CUDA_CHECK(cudaMemcpy(s->seed, hs, sizeof(uint64_t) * (size_t)max_rows, cudaMemcpyHostToDevice));
     free(ht), free(hs);
     s->params = (fs_sampling){s->temperature, s->seed, NULL, NULL, NULL};
-    s->tokens = dalloc(sizeof(int32_t) * (size_t)max_rows);
+    s->tokens = dalloc(sizeof(int32_t) * (size_t)max_rows * TREE_ROWS);
     s->status = dalloc(sizeof(int32_t) * (size_t)max_rows);
-    FS_CHECK(fs_sample_workspace_size(s->ctx, max_rows, s->v_local, &s->ws_bytes), "ws size");
+    s->num_emitted = dalloc(sizeof(int32_t) * (size_t)max_rows);
+    s->offsets_verify = dalloc(sizeof(int32_t) * (size_t)(max_rows + 1));
+    s->offsets_tree = dalloc(sizeof(int32_t) * (size_t)(max_rows + 1));
+    s->draft_tokens = dalloc(sizeof(int32_t) * (size_t)max_rows);
+    s->tree_parents = dalloc(sizeof(int32_t) * (size_t)max_rows);
+    {
+        /* drafts and tree nodes: tokens spread over the vocabulary (the
+           values do not change the timing); every request's tree is the
+           same binary shape, parents -1 -1 0 0 1 1 2 */
+        int32_t *ht = malloc(sizeof(int32_t) * (size_t)max_rows);
+        int32_t *hp = malloc(sizeof(int32_t) * (size_t)max_rows);
+        for (int64_t i = 0; i < max_rows; ++i) {
+            int64_t j = i % (TREE_ROWS - 1);
+            ht[i] = (int32_t)((i * 7919) % o->vocab);
+            hp[i] = j < 2 ? -1 : (int32_t)((j - 2) / 2);
+        }
+        CUDA_CHECK(cudaMemcpy(s->draft_tokens, ht, sizeof(int32_t) * (size_t)max_rows,
+                              cudaMemcpyHostToDevice));
+        CUDA_CHECK(cudaMemcpy(s->tree_parents, hp, sizeof(int32_t) * (size_t)max_rows,
+                              cudaMemcpyHostToDevice));
+        free(ht), free(hp);
+    }
+    FS_CHECK(fs_context_create(&s->ctx_whole, FS_DEVICE_CUDA, rank), "unsharded context");
+    FS_CHECK(fs_context_set_stream(s->ctx_whole, s->stream), "stream");
+    /* one workspace for every op, sharded or over the whole logits */
+    s->ws_bytes = 0;
+    for (int whole = 0; whole < 2; ++whole) {
+        fs_context *c = whole ? s->ctx_whole : s->ctx;
+        int64_t v = whole ? o->vocab : s->v_local;
+        size_t b = 0;
+        FS_CHECK(fs_sample_workspace_size(c, max_rows, v, &b), "ws size");
+        s->ws_bytes = b > s->ws_bytes ? b : s->ws_bytes;
+        FS_CHECK(fs_verify_workspace_size(c, max_rows, max_rows, v, &b), "ws size");
+        s->ws_bytes = b > s->ws_bytes ? b : s->ws_bytes;
+        FS_CHECK(fs_verify_tree_workspace_size(c, max_rows, max_rows, v, &b), "ws size");
+        s->ws_bytes = b > s->ws_bytes ? b : s->ws_bytes;
+    }
     s->ws = dalloc(s->ws_bytes);
     size_t blb = bl_workspace_bytes(max_rows, o->vocab);
     s->bl_ws = dalloc(blb);
@@ -166,33 +269,40 @@ static void rank_main(const options *o, shared *sh, int rank, int tp)
     bench_timer timer;
     bench_timer_init(&timer, s->stream, (size_t)l2_bytes, o->reps);
     double *ms = malloc(sizeof(double) * (size_t)o->reps);
-    for (int i = 0; i < o->nrows; ++i) {
-        s->rows = o->rows[i];
+    for (int op = 0; op < NUM_OPS; ++op) {
+      if (!o->ops[op])
+          continue;
+      s->op = op;
+      for (int i = 0; i < o->nrows; ++i) {
+        s->rows = op == OP_SAMPLE ? o->rows[i] : set_requests(s, o->rows[i]);
         if (bl_gemm_create(&s->gemm, s->v_local, o->dim, s->rows, s->head.weight, s->hidden,
                            s->logits_local, 0, s->stream) != 0) {
             fprintf(stderr, "rank %d: gemm: %s\n", rank, bl_gemm_last_error());
             exit(1);
         }
         if (bench_time(&timer, run_fused, s, o->warmup, o->reps, ms) != 0) {
-            fprintf(stderr, "rank %d: fused sample failed: %s\n", rank,
+            fprintf(stderr, "rank %d: fused %s failed: %s\n", rank, op_names[op],
                     fs_context_last_error(s->ctx));
             exit(1);
         }
         if (rank == 0)
-            sh->fused_ms[i] = bench_quantile(ms, o->reps, 0.5);
+            sh->fused_ms[op][i] = bench_quantile(ms, o->reps, 0.5);
         if (bench_time(&timer, run_allgather, s, o->warmup, o->reps, ms) != 0) {
-            fprintf(stderr, "rank %d: all-gather baseline failed\n", rank);
+            fprintf(stderr, "rank %d: all-gather baseline of %s failed: %s\n", rank,
+                    op_names[op], fs_context_last_error(s->ctx_whole));
             exit(1);
         }
         if (rank == 0)
-            sh->allgather_ms[i] = bench_quantile(ms, o->reps, 0.5);
+            sh->allgather_ms[op][i] = bench_quantile(ms, o->reps, 0.5);
         bl_gemm_destroy(s->gemm);
+      }
     }
     free(ms);
     bench_timer_destroy(&timer);
     if (s->comm)
         ncclCommDestroy(s->comm);
     fs_context_destroy(s->ctx);
+    fs_context_destroy(s->ctx_whole);
     bl_gemm_shutdown();
 }
 
@@ -208,18 +318,25 @@ static int parse_list(const char *arg, int64_t *out, int max)
 
 int main(int argc, char **argv)
 {
-    options o = {128256, 8192, {16, 64, 256}, 3, MAX_TP, 30, 5, NULL};
+    options o = {128256, 8192, {1, 64, 256, 1024}, 4, MAX_TP, 30, 5, {1, 1, 1}, NULL};
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--vocab") && v) o.vocab = strtoll(v, NULL, 10), ++i;
         else if (!strcmp(a, "--dim") && v) o.dim = strtoll(v, NULL, 10), ++i;
         else if (!strcmp(a, "--rows") && v) o.nrows = parse_list(v, o.rows, MAX_ROWS_LIST), ++i;
+        else if (!strcmp(a, "--ops") && v) {
+            memset(o.ops, 0, sizeof o.ops);
+            for (int k = 0; k < NUM_OPS; ++k)
+                o.ops[k] = strstr(v, op_names[k]) != NULL;
+            ++i;
+        }
         else if (!strcmp(a, "--max-tp") && v) o.max_tp = atoi(v), ++i;
         else if (!strcmp(a, "--reps") && v) o.reps = atoi(v), ++i;
         else if (!strcmp(a, "--csv") && v) o.csv = v, ++i;
         else {
-            fprintf(stderr, "usage: %s [--vocab V] [--dim D] [--rows a,b,c] [--max-tp N] "
-                            "[--reps N] [--csv FILE]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--vocab V] [--dim D] [--rows a,b,c] "
+                            "[--ops sample,verify,tree] [--max-tp N] [--reps N] [--csv FILE]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -244,12 +361,12 @@ int main(int argc, char **argv)
     }
     FILE *csv = o.csv ? fopen(o.csv, "w") : NULL;
     if (csv)
-        fprintf(csv, "tp,vocab,dim,rows,fused_ms,ideal_ms,allgather_ms\n");
+        fprintf(csv, "op,tp,vocab,dim,rows,fused_ms,ideal_ms,allgather_ms\n");
     printf("V=%lld D=%lld bf16, %d GPUs; median of %d reps, L2 flushed\n", (long long)o.vocab,
            (long long)o.dim, ndev, o.reps);
-    printf("%4s %6s %10s %10s %10s %12s %12s\n", "TP", "rows", "fused_ms", "ideal_ms",
-           "fused/ideal", "allgather_ms", "allgather/fused");
-    double tp1[MAX_ROWS_LIST] = {0};
+    printf("%-7s %4s %6s %10s %10s %10s %12s %12s\n", "op", "TP", "rows", "fused_ms",
+           "ideal_ms", "fused/ideal", "allgather_ms", "allgather/fused");
+    double tp1[NUM_OPS][MAX_ROWS_LIST] = {{0}};
     int failed = 0;
     for (int tp = 1; tp <= ndev && tp <= o.max_tp; tp *= 2) {
         if (o.vocab % tp) {
@@ -275,18 +392,19 @@ int main(int argc, char **argv)
             munmap(sh, sizeof *sh);
             continue;
         }
-        for (int i = 0; i < o.nrows; ++i) {
-            if (tp == 1)
-                tp1[i] = sh->fused_ms[i];
-            double ideal = tp1[i] / tp;
-            printf("%4d %6lld %10.4f %10.4f %10.2f %12.4f %12.2f\n", tp, (long long)o.rows[i],
-                   sh->fused_ms[i], ideal, sh->fused_ms[i] / ideal, sh->allgather_ms[i],
-                   sh->allgather_ms[i] / sh->fused_ms[i]);
-            if (csv)
-                fprintf(csv, "%d,%lld,%lld,%lld,%.5f,%.5f,%.5f\n", tp, (long long)o.vocab,
-                        (long long)o.dim, (long long)o.rows[i], sh->fused_ms[i], ideal,
-                        sh->allgather_ms[i]);
-        }
+        for (int op = 0; op < NUM_OPS; ++op)
+            for (int i = 0; o.ops[op] && i < o.nrows; ++i) {
+                const double f = sh->fused_ms[op][i], g = sh->allgather_ms[op][i];
+                if (tp == 1)
+                    tp1[op][i] = f;
+                const double ideal = tp1[op][i] / tp;
+                printf("%-7s %4d %6lld %10.4f %10.4f %10.2f %12.4f %12.2f\n", op_names[op], tp,
+                       (long long)o.rows[i], f, ideal, f / ideal, g, g / f);
+                if (csv)
+                    fprintf(csv, "%s,%d,%lld,%lld,%lld,%.5f,%.5f,%.5f\n", op_names[op], tp,
+                            (long long)o.vocab, (long long)o.dim, (long long)o.rows[i], f, ideal,
+                            g);
+            }
         munmap(sh, sizeof *sh);
     }
     if (csv)

@@ -346,9 +346,10 @@ FS_API fs_status fs_verify_logits(fs_context *ctx, const void *target_logits, fs
  *
  * CPU and CUDA contexts.  On a CUDA context the call is asynchronous like
  * every other op (per-request failures only in out_row_status, FS_OK
- * returned).  A tensor-parallel context (fs_context_set_vocab_shard with a
- * communicator) is not supported yet: the call returns FS_ERR_UNSUPPORTED
- * and writes nothing.  The filter fields of fs_sampling (top_k, top_p,
+ * returned).  On a tensor-parallel context (fs_context_set_vocab_shard with
+ * a communicator) every rank passes its shard of the head (or its logits'
+ * columns) and the same trees, parameters and seeds, and every rank gets the
+ * same outputs, equal to one GPU's over the whole vocabulary.  The filter fields of fs_sampling (top_k, top_p,
  * min_p, out_filter_fallback) must be NULL here for now: set, the call
  * returns FS_ERR_UNSUPPORTED.
  */

@@ -10,9 +10,11 @@
  * The fused scan is the one the chain ops take for the same rows (the
  * Hopper tile or rows-as-M kernel, each with its tree push; the generic
  * tensor-core scan without sm_90a).  No op tail: the merge kernel merges
- * every row.  Tensor
- * parallelism is refused before this runs (dispatch_tree.c): the children's
- * scores would need their own exchange.
+ * every row.
+ *   exchange   tensor parallel only: the records all-gathered and merged
+ *              in rank order as the chain ops' are, the children's scores
+ *              all-reduced by maximum (each child lives in one shard; the
+ *              others hold -inf)                          (tp_exchange.cu)
  *
  * Everything is enqueued on the context's stream: no allocation, no host
  * synchronisation, no copy to the host (graph-capturable), as for the chain
@@ -26,9 +28,11 @@
  *   tile_recs  fs_record      [rows][ceil(V / 128)]
  *   row_recs   fs_record      [rows]
  *   child_s    float          [rows][FS_TREE_MAX_CHILDREN]
- *   tree_recs  fs_tree_record [rows]    row_recs + child_s, for the walk */
+ *   tree_recs  fs_tree_record [rows]    row_recs + child_s, for the walk
+ *   tp_gather  fs_record      [ranks][rows]  only when sharded over > 1 rank */
 #include "cuda_tree.cuh"
 #include "scan_hopper.cuh"
+#include "tp_exchange.cuh"
 
 namespace {
 
@@ -40,6 +44,7 @@ struct tree_workspace {
     fs_record *row_recs;
     float *child_s;
     fs_tree_record *tree_recs;
+    void *tp_gather;
 };
 
 size_t align_up(size_t n)
@@ -49,7 +54,8 @@ size_t align_up(size_t n)
 
 /* Byte size of the layout (with 256 bytes of slack for a caller's pointer
  * of any alignment); fills w when base is given. */
-size_t carve(int64_t rows, int64_t requests, int64_t vocab, void *base, tree_workspace *w)
+size_t carve(const fs_context *ctx, int64_t rows, int64_t requests, int64_t vocab, void *base,
+             tree_workspace *w)
 {
     char *p = reinterpret_cast<char *>(align_up(reinterpret_cast<uintptr_t>(base)));
     const size_t max_tiles = (size_t)((vocab + FS_REC_MIN_TOKENS - 1) / FS_REC_MIN_TOKENS);
@@ -67,6 +73,7 @@ size_t carve(int64_t rows, int64_t requests, int64_t vocab, void *base, tree_wor
     char *row_recs = take(R * sizeof(fs_record));
     char *child_s = take(R * FS_TREE_MAX_CHILDREN * sizeof(float));
     char *tree_recs = take(R * sizeof(fs_tree_record));
+    char *tp_gather = take(fs_tp_workspace_bytes(ctx, rows));
     if (w) {
         w->descs = reinterpret_cast<fs_row_desc *>(descs);
         w->tree_rows = reinterpret_cast<fs_tree_row *>(tree_rows);
@@ -75,22 +82,24 @@ size_t carve(int64_t rows, int64_t requests, int64_t vocab, void *base, tree_wor
         w->row_recs = reinterpret_cast<fs_record *>(row_recs);
         w->child_s = reinterpret_cast<float *>(child_s);
         w->tree_recs = reinterpret_cast<fs_tree_record *>(tree_recs);
+        w->tp_gather = tp_gather;
     }
     return at + 256;
 }
 
 } // namespace
 
-extern "C" size_t fs_cuda_tree_workspace_bytes(int64_t rows, int64_t requests, int64_t vocab_size)
+extern "C" size_t fs_cuda_tree_workspace_bytes(const fs_context *ctx, int64_t rows,
+                                               int64_t requests, int64_t vocab_size)
 {
-    return carve(rows, requests, vocab_size, nullptr, nullptr);
+    return carve(ctx, rows, requests, vocab_size, nullptr, nullptr);
 }
 
 extern "C" fs_status fs_cuda_tree_run(fs_context *ctx, const fs_tree_args *ta)
 {
     const fs_op_args *a = &ta->base;
     tree_workspace w;
-    carve(a->rows, ta->tree->num_requests, a->vocab_size, a->workspace, &w);
+    carve(ctx, a->rows, ta->tree->num_requests, a->vocab_size, a->workspace, &w);
     int prev_device;
     fs_status st = fs_cuda_enter(ctx, &prev_device);
     if (st != FS_OK)
@@ -111,6 +120,17 @@ extern "C" fs_status fs_cuda_tree_run(fs_context *ctx, const fs_tree_args *ta)
         step = "merge";
         e = fs_launch_merge(a, w.tile_recs, s.tiles_per_row, w.descs, w.pre_status, w.row_recs,
                             0, nullptr, 0, ctx->cc_major >= 9, stream);
+    }
+    if (e == cudaSuccess && fs_tp_ranks(ctx) > 1) {
+        /* every rank issues the same two collectives whatever its data (a
+           failed request only skips rows), so no rank can hang on another */
+        st = fs_tp_exchange(ctx, w.row_recs, a->rows, w.tp_gather, stream);
+        if (st == FS_OK)
+            st = fs_tp_max_floats(ctx, w.child_s, (size_t)a->rows * FS_TREE_MAX_CHILDREN, stream);
+        if (st != FS_OK) {
+            fs_cuda_leave(prev_device);
+            return st;
+        }
     }
     if (e == cudaSuccess) {
         step = "finalize";

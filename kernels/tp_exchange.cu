@@ -67,3 +67,24 @@ fs_status fs_tp_exchange(fs_context *ctx, fs_record *row_recs, int64_t rows, voi
     return FS_OK;
 #endif
 }
+
+fs_status fs_tp_max_floats(fs_context *ctx, float *buf, size_t n, cudaStream_t stream)
+{
+#ifdef FS_HAVE_NCCL
+    if (fs_tp_ranks(ctx) <= 1 || n == 0)
+        return FS_OK;
+    ncclResult_t nr =
+        ncclAllReduce(buf, buf, n, ncclFloat, ncclMax, (ncclComm_t)ctx->nccl_comm, stream);
+    if (nr != ncclSuccess)
+        return fs_fail(ctx, FS_ERR_NCCL, "tensor-parallel all-reduce (max): %s",
+                       ncclGetErrorString(nr));
+    return FS_OK;
+#else
+    (void)buf;
+    (void)n;
+    (void)stream;
+    if (ctx->nccl_comm)
+        return fs_fail(ctx, FS_ERR_UNSUPPORTED, "flashspec was built without NCCL");
+    return FS_OK;
+#endif
+}

@@ -21,4 +21,10 @@ size_t fs_tp_workspace_bytes(const fs_context *ctx, int64_t rows);
 fs_status fs_tp_exchange(fs_context *ctx, fs_record *row_recs, int64_t rows, void *gather,
                          cudaStream_t stream);
 
+/* In place: the element-wise maximum of buf[n] over the ranks (tree verify's
+ * children's scores: each child's token lives in one shard, the others hold
+ * -inf).  A maximum is exact and order-free, so every rank gets the same
+ * bits.  Nothing to do on an unsharded context. */
+fs_status fs_tp_max_floats(fs_context *ctx, float *buf, size_t n, cudaStream_t stream);
+
 #endif

@@ -8,7 +8,7 @@ size_t fs_tree_workspace_bytes(const fs_context *ctx, int64_t rows, int64_t requ
 {
 #ifdef FS_HAVE_CUDA
     if (ctx->kind == FS_DEVICE_CUDA)
-        return fs_cuda_tree_workspace_bytes(rows, requests, vocab_size);
+        return fs_cuda_tree_workspace_bytes(ctx, rows, requests, vocab_size);
 #endif
     (void)ctx;
     (void)vocab_size;
@@ -36,11 +36,6 @@ fs_status fs_run_tree_op(fs_context *ctx, const char *fn, fs_tree_args *a,
         return fs_fail(ctx, FS_ERR_NULL_POINTER, "%s: out_num_emitted is NULL", fn);
     if (!out_row_status)
         return fs_fail(ctx, FS_ERR_NULL_POINTER, "%s: out_row_status is NULL", fn);
-    /* the children's scores are merged within a shard only: a vocabulary
-       split across ranks would need them exchanged besides the records */
-    if (ctx->nccl_comm)
-        return fs_fail(ctx, FS_ERR_UNSUPPORTED,
-                       "%s: tree verify does not run on a tensor-parallel context yet", fn);
     a->base.op = FS_OP_VERIFY_TREE;
     a->base.params = params;
     a->base.workspace = workspace;

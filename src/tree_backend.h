@@ -50,7 +50,8 @@ size_t fs_tree_workspace_bytes(const fs_context *ctx, int64_t rows, int64_t requ
 #ifdef FS_HAVE_CUDA
 /* The CUDA backend (kernels/cuda_tree.cu): enqueued on ctx's stream, per-request
  * failures in out_row_status only (FS_OK without synchronising). */
-size_t fs_cuda_tree_workspace_bytes(int64_t rows, int64_t requests, int64_t vocab_size);
+size_t fs_cuda_tree_workspace_bytes(const fs_context *ctx, int64_t rows, int64_t requests,
+                                     int64_t vocab_size);
 fs_status fs_cuda_tree_run(fs_context *ctx, const fs_tree_args *a);
 #endif
 

@@ -460,46 +460,6 @@ static void test_workspace_query(void **state)
     fs_context_destroy(ctx);
 }
 
-/* A context with a tensor-parallel communicator (a CPU context posing as
- * one: the dispatch reads only the pointer): both ops refuse it with
- * FS_ERR_UNSUPPORTED, a message naming tree verify, and nothing written. */
-static void test_tensor_parallel_refused(void **state)
-{
-    (void)state;
-    tprob pb;
-    tprob_init(&pb, 91);
-    tflat f;
-    flatten(&pb, -1, &f);
-    fs_context *ctx = fst_cpu_ctx();
-    size_t need = 0;
-    assert_int_equal(fs_verify_tree_workspace_size(ctx, f.R, f.nodes, V, &need), FS_OK);
-    void *ws = malloc(need);
-    static int not_a_comm;
-    ctx->nccl_comm = &not_a_comm;
-    float w[V * 2] = {0}, h[(MAXR * (MAXN + 1)) * 2] = {0};
-    fs_lm_head head = {w, V, 2, FS_DTYPE_F32};
-    for (int fused = 0; fused < 2; ++fused) {
-        bufs b;
-        memset(&b, POISON, sizeof b);
-        ctx->last_error[0] = '\0';
-        fs_status s = fused ? fs_verify_tree(ctx, &head, h, &f.tree, &f.p, ws, need, b.tok,
-                                             b.path, b.nem, b.lp, b.st)
-                            : fs_verify_tree_logits(ctx, f.logits, FS_DTYPE_F32, V, &f.tree,
-                                                    &f.p, ws, need, b.tok, b.path, b.nem, b.lp,
-                                                    b.st);
-        assert_int_equal(s, FS_ERR_UNSUPPORTED);
-        assert_non_null(strstr(fs_context_last_error(ctx), "tree verify"));
-        assert_non_null(strstr(fs_context_last_error(ctx), "tensor-parallel"));
-        const unsigned char *p = (const unsigned char *)&b;
-        for (size_t i = 0; i < sizeof b; ++i)
-            if (p[i] != POISON)
-                fail_msg("refused tensor-parallel call wrote byte %zu", i);
-    }
-    ctx->nccl_comm = NULL;
-    free(ws);
-    fs_context_destroy(ctx);
-}
-
 /* out_path_nodes, out_logprobs, offset, bias and mask are optional; the
  * tokens do not change. */
 static void test_optional_pointers(void **state)
@@ -555,7 +515,6 @@ int main(void)
         cmocka_unit_test_setup(test_bad_offsets, fst_reset_hooks),
         cmocka_unit_test_setup(test_validation, fst_reset_hooks),
         cmocka_unit_test_setup(test_workspace_query, fst_reset_hooks),
-        cmocka_unit_test_setup(test_tensor_parallel_refused, fst_reset_hooks),
         cmocka_unit_test_setup(test_optional_pointers, fst_reset_hooks),
         cmocka_unit_test_setup(test_row_status_string, fst_reset_hooks),
     };
