@@ -10,9 +10,9 @@
  * shard), chains, a batch past 160 rows (the rows-as-M Hopper kernel on an
  * H100), greedy to hot temperatures, bias and a mask, and bad requests
  * (a parent after its child, a token outside the vocabulary) that must fail
- * alike on every rank without a hang.  Children are the parent row's argmax
- * half of the time, so walks go deep and stop everywhere.  Skipped (77)
- * with fewer than two GPUs or without NCCL. */
+ * alike on every rank without a hang.  A first child is its parent row's
+ * argmax 80% of the time, so walks go deep and stop everywhere.  Skipped
+ * (77) with fewer than two GPUs or without NCCL. */
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -176,7 +176,7 @@ static void make_case(int ci, tprob *pb)
         pb->seed[r] = 9000 + 31 * (uint64_t)r + (uint64_t)ci;
         pb->offset[r] = (uint64_t)r;
     }
-    /* children: the parent row's argmax for a first child half of the time,
+    /* children: the parent row's argmax for a first child 80% of the time,
        else a uniform token (accepted at high temperature only, rejected
        siblings move the recovery elsewhere) */
     fstt_tree *tr = &pb->tr;
@@ -187,7 +187,7 @@ static void make_case(int ci, tprob *pb)
             const int32_t par = tr->parents[begin + j]; /* -1 = root */
             const int64_t prow = begin + r + 1 + par;   /* the root's row is begin + r */
             const int first = !first_child_seen[par + 1]++;
-            tr->tokens[begin + j] = first && fst_unif(&g) < 0.5
+            tr->tokens[begin + j] = first && fst_unif(&g) < 0.8
                                         ? host_argmax(pb, prow)
                                         : (int32_t)fst_randint(&g, V - 1);
         }
