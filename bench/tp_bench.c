@@ -3,7 +3,10 @@
  *   ideal      = the TP=1 fused time / TP
  *   allgather  = each rank's cuBLAS GEMM of its shard, NCCL all-gather of the
  *                logits, the [ranks][rows][V/TP] -> [rows][V] copy, and the
- *                unfused Gumbel sampler (what engines do today).
+ *                unfused Gumbel sampler (what engines do today);
+ * and the fused op with filters (top_k 50, top_p 0.9, min_p 0.05, which
+ * these rows settle in the one pass; on a sharded context the call also
+ * reads the handed-over count to the host) against the unfiltered one.
  * CUDA events on rank 0, the L2 flushed before every rep, medians.
  *   tp_bench [--vocab V] [--dim D] [--rows 16,64,256] [--max-tp N] [--reps N] [--csv F] */
 #define _POSIX_C_SOURCE 200809L
@@ -32,7 +35,7 @@ typedef struct shared {
     volatile int id_ready;
     ncclUniqueId id;
     volatile int failed;
-    double fused_ms[MAX_ROWS_LIST], allgather_ms[MAX_ROWS_LIST];
+    double fused_ms[MAX_ROWS_LIST], allgather_ms[MAX_ROWS_LIST], filtered_ms[MAX_ROWS_LIST];
 } shared;
 
 typedef struct options {
@@ -49,7 +52,7 @@ typedef struct rank_state {
     cudaStream_t stream;
     fs_lm_head head;
     void *hidden, *logits_local, *gathered, *logits;
-    fs_sampling params;
+    fs_sampling params, fparams;
     float *temperature;
     uint64_t *seed;
     int32_t *tokens, *status;
@@ -70,6 +73,13 @@ static int run_fused(void *arg)
 {
     rank_state *s = arg;
     return fs_sample(s->ctx, &s->head, s->hidden, s->rows, &s->params, s->ws, s->ws_bytes,
+                     s->tokens, NULL, s->status) != FS_OK;
+}
+
+static int run_filtered(void *arg)
+{
+    rank_state *s = arg;
+    return fs_sample(s->ctx, &s->head, s->hidden, s->rows, &s->fparams, s->ws, s->ws_bytes,
                      s->tokens, NULL, s->status) != FS_OK;
 }
 
@@ -152,6 +162,24 @@ static void rank_main(const options *o, shared *sh, int rank, int tp)
     CUDA_CHECK(cudaMemcpy(s->seed, hs, sizeof(uint64_t) * (size_t)max_rows, cudaMemcpyHostToDevice));
     free(ht), free(hs);
     s->params = (fs_sampling){s->temperature, s->seed, NULL, NULL, NULL};
+    {
+        int32_t *hk = malloc(sizeof(int32_t) * (size_t)max_rows);
+        float *hp = malloc(sizeof(float) * (size_t)max_rows);
+        float *hm = malloc(sizeof(float) * (size_t)max_rows);
+        for (int64_t r = 0; r < max_rows; ++r)
+            hk[r] = 50, hp[r] = 0.9f, hm[r] = 0.05f;
+        void *dk = dalloc(sizeof(int32_t) * (size_t)max_rows);
+        void *dp = dalloc(sizeof(float) * (size_t)max_rows);
+        void *dm = dalloc(sizeof(float) * (size_t)max_rows);
+        CUDA_CHECK(cudaMemcpy(dk, hk, sizeof(int32_t) * (size_t)max_rows, cudaMemcpyHostToDevice));
+        CUDA_CHECK(cudaMemcpy(dp, hp, sizeof(float) * (size_t)max_rows, cudaMemcpyHostToDevice));
+        CUDA_CHECK(cudaMemcpy(dm, hm, sizeof(float) * (size_t)max_rows, cudaMemcpyHostToDevice));
+        free(hk), free(hp), free(hm);
+        s->fparams = s->params;
+        s->fparams.top_k = dk;
+        s->fparams.top_p = dp;
+        s->fparams.min_p = dm;
+    }
     s->tokens = dalloc(sizeof(int32_t) * (size_t)max_rows);
     s->status = dalloc(sizeof(int32_t) * (size_t)max_rows);
     FS_CHECK(fs_sample_workspace_size(s->ctx, max_rows, s->v_local, &s->ws_bytes), "ws size");
@@ -180,6 +208,13 @@ static void rank_main(const options *o, shared *sh, int rank, int tp)
         }
         if (rank == 0)
             sh->fused_ms[i] = bench_quantile(ms, o->reps, 0.5);
+        if (bench_time(&timer, run_filtered, s, o->warmup, o->reps, ms) != 0) {
+            fprintf(stderr, "rank %d: fused filtered sample failed: %s\n", rank,
+                    fs_context_last_error(s->ctx));
+            exit(1);
+        }
+        if (rank == 0)
+            sh->filtered_ms[i] = bench_quantile(ms, o->reps, 0.5);
         if (bench_time(&timer, run_allgather, s, o->warmup, o->reps, ms) != 0) {
             fprintf(stderr, "rank %d: all-gather baseline failed\n", rank);
             exit(1);
@@ -244,11 +279,12 @@ int main(int argc, char **argv)
     }
     FILE *csv = o.csv ? fopen(o.csv, "w") : NULL;
     if (csv)
-        fprintf(csv, "tp,vocab,dim,rows,fused_ms,ideal_ms,allgather_ms\n");
+        fprintf(csv, "tp,vocab,dim,rows,fused_ms,ideal_ms,allgather_ms,filtered_ms\n");
     printf("V=%lld D=%lld bf16, %d GPUs; median of %d reps, L2 flushed\n", (long long)o.vocab,
            (long long)o.dim, ndev, o.reps);
-    printf("%4s %6s %10s %10s %10s %12s %12s\n", "TP", "rows", "fused_ms", "ideal_ms",
-           "fused/ideal", "allgather_ms", "allgather/fused");
+    printf("%4s %6s %10s %10s %10s %12s %12s %12s %12s\n", "TP", "rows", "fused_ms",
+           "ideal_ms", "fused/ideal", "allgather_ms", "allgather/fused", "filtered_ms",
+           "filtered/fused");
     double tp1[MAX_ROWS_LIST] = {0};
     int failed = 0;
     for (int tp = 1; tp <= ndev && tp <= o.max_tp; tp *= 2) {
@@ -279,13 +315,14 @@ int main(int argc, char **argv)
             if (tp == 1)
                 tp1[i] = sh->fused_ms[i];
             double ideal = tp1[i] / tp;
-            printf("%4d %6lld %10.4f %10.4f %10.2f %12.4f %12.2f\n", tp, (long long)o.rows[i],
-                   sh->fused_ms[i], ideal, sh->fused_ms[i] / ideal, sh->allgather_ms[i],
-                   sh->allgather_ms[i] / sh->fused_ms[i]);
+            printf("%4d %6lld %10.4f %10.4f %10.2f %12.4f %12.2f %12.4f %12.3f\n", tp,
+                   (long long)o.rows[i], sh->fused_ms[i], ideal, sh->fused_ms[i] / ideal,
+                   sh->allgather_ms[i], sh->allgather_ms[i] / sh->fused_ms[i],
+                   sh->filtered_ms[i], sh->filtered_ms[i] / sh->fused_ms[i]);
             if (csv)
-                fprintf(csv, "%d,%lld,%lld,%lld,%.5f,%.5f,%.5f\n", tp, (long long)o.vocab,
+                fprintf(csv, "%d,%lld,%lld,%lld,%.5f,%.5f,%.5f,%.5f\n", tp, (long long)o.vocab,
                         (long long)o.dim, (long long)o.rows[i], sh->fused_ms[i], ideal,
-                        sh->allgather_ms[i]);
+                        sh->allgather_ms[i], sh->filtered_ms[i]);
         }
         munmap(sh, sizeof *sh);
     }
