@@ -9,12 +9,12 @@ export OUT="${OUT:-$PWD/bench/results}"
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=index,name,memory.total --format=csv | tee "$OUT/tp_gpus.txt"
 nvidia-smi topo -m 2>/dev/null | tee -a "$OUT/tp_gpus.txt"
-if [ ! -x build-tp/tests/test_gpu_tp ] || [ ! -x build-tp/bench/tp_bench ]; then
-  cmake -S . -B build-tp -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a-real \
-    > "$OUT/tp_build.log" 2>&1 &&
-  cmake --build build-tp -j"$(nproc)" --target test_gpu_tp tp_bench >> "$OUT/tp_build.log" 2>&1 ||
-  { tail -40 "$OUT/tp_build.log"; exit 1; }
-fi
+# always (re)build: an incremental build is quick, a stale binary misleads
+{ [ -f build-tp/CMakeCache.txt ] ||
+  cmake -S . -B build-tp -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a-real; } \
+  > "$OUT/tp_build.log" 2>&1 &&
+cmake --build build-tp -j"$(nproc)" --target test_gpu_tp tp_bench >> "$OUT/tp_build.log" 2>&1 ||
+{ tail -40 "$OUT/tp_build.log"; exit 1; }
 status=0
 build-tp/tests/test_gpu_tp 2>&1 | tee "$OUT/tp_test.log" || status=1
 build-tp/bench/tp_bench --csv "$OUT/tp_scaling.csv" "$@" 2>&1 | tee "$OUT/tp_bench.log" || status=1
