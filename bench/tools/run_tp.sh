@@ -9,9 +9,22 @@ export OUT="${OUT:-$PWD/bench/results}"
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=index,name,memory.total --format=csv | tee "$OUT/tp_gpus.txt"
 nvidia-smi topo -m 2>/dev/null | tee -a "$OUT/tp_gpus.txt"
+# the tests' cmocka and GSL from .deps/*.deb (as run_gpu_tests.sh) when the
+# machine has no headers for them
+cmake_extra=()
+if [ ! -f /usr/include/cmocka.h ] || [ ! -d /usr/include/gsl ]; then
+  if compgen -G ".deps/*.deb" >/dev/null; then
+    prefix="$PWD/build-tp-deps"
+    mkdir -p "$prefix"
+    for f in .deps/*.deb; do dpkg -x "$f" "$prefix"; done
+    export LD_LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
+    cmake_extra+=("-DCMAKE_PREFIX_PATH=$prefix/usr" "-DGSL_ROOT_DIR=$prefix/usr")
+  fi
+fi
 # always (re)build: an incremental build is quick, a stale binary misleads
 { [ -f build-tp/CMakeCache.txt ] ||
-  cmake -S . -B build-tp -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a-real; } \
+  cmake -S . -B build-tp -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a-real \
+    "${cmake_extra[@]}"; } \
   > "$OUT/tp_build.log" 2>&1 &&
 cmake --build build-tp -j"$(nproc)" --target test_gpu_tp tp_bench >> "$OUT/tp_build.log" 2>&1 ||
 { tail -40 "$OUT/tp_build.log"; exit 1; }
