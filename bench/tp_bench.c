@@ -4,14 +4,16 @@
  *   allgather  = each rank's cuBLAS GEMM of its shard, NCCL all-gather of the
  *                logits, the [ranks][rows][V/TP] -> [rows][V] copy, then one
  *                pass over the whole logits (what engines do today):
- *                sample: the unfused Gumbel sampler; verify and tree: the
- *                op's _logits variant on an unsharded context.
- * Ops: sample (one row a request), verify (requests of 4 greedy drafts, 5
+ *                sample: the unfused Gumbel sampler; filtered, verify and
+ *                tree: the op's _logits variant on an unsharded context.
+ * Ops: sample (one row a request), filtered (sample with top_k 50, top_p
+ * 0.9, min_p 0.05; on a sharded context the call also reads the count of
+ * rows handed to the second pass to the host), verify (requests of 4 greedy drafts, 5
  * rows each), tree (requests of a 7-node binary draft tree, 8 rows each:
  * two children at the root and under the first four nodes); rows is the
  * target row count, rounded down to whole requests (at least one).
  * CUDA events on rank 0, the L2 flushed before every rep, medians.
- *   tp_bench [--vocab V] [--dim D] [--rows 1,64,256,1024] [--ops sample,verify,tree]
+ *   tp_bench [--vocab V] [--dim D] [--rows 1,64,256,1024] [--ops sample,filtered,verify,tree]
  *            [--max-tp N] [--reps N] [--csv F] */
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE
@@ -37,8 +39,8 @@
 #define TREE_ROWS 8   /* a request's rows in the tree op: 7 nodes + the root */
 #define VERIFY_ROWS 5 /* 4 drafts + the bonus row */
 
-enum { OP_SAMPLE, OP_VERIFY, OP_TREE, NUM_OPS };
-static const char *const op_names[NUM_OPS] = {"sample", "verify", "tree"};
+enum { OP_SAMPLE, OP_FILTERED, OP_VERIFY, OP_TREE, NUM_OPS };
+static const char *const op_names[NUM_OPS] = {"sample", "filtered", "verify", "tree"};
 
 typedef struct shared {
     volatile int id_ready;
@@ -62,7 +64,7 @@ typedef struct rank_state {
     cudaStream_t stream;
     fs_lm_head head;
     void *hidden, *logits_local, *gathered, *logits;
-    fs_sampling params;
+    fs_sampling params, fparams; /* fparams: params with the three filters */
     float *temperature;
     uint64_t *seed;
     int32_t *tokens, *status, *num_emitted;
@@ -94,6 +96,9 @@ static int run_fused(void *arg)
         return fs_verify_tree(s->ctx, &s->head, s->hidden, &s->tree, &s->params, s->ws,
                               s->ws_bytes, s->tokens, NULL, s->num_emitted, NULL,
                               s->status) != FS_OK;
+    case OP_FILTERED:
+        return fs_sample(s->ctx, &s->head, s->hidden, s->rows, &s->fparams, s->ws, s->ws_bytes,
+                         s->tokens, NULL, s->status) != FS_OK;
     default:
         return fs_sample(s->ctx, &s->head, s->hidden, s->rows, &s->params, s->ws, s->ws_bytes,
                          s->tokens, NULL, s->status) != FS_OK;
@@ -113,6 +118,9 @@ static int pass_over_logits(rank_state *s, const void *logits)
         return fs_verify_tree_logits(s->ctx_whole, logits, FS_DTYPE_BF16, V, &s->tree,
                                      &s->params, s->ws, s->ws_bytes, s->tokens, NULL,
                                      s->num_emitted, NULL, s->status) != FS_OK;
+    case OP_FILTERED:
+        return fs_sample_logits(s->ctx_whole, logits, FS_DTYPE_BF16, V, s->rows, &s->fparams,
+                                s->ws, s->ws_bytes, s->tokens, NULL, s->status) != FS_OK;
     default:
         return bl_gumbel_sample(logits, s->rows, V, s->temperature, s->seed, s->bl_ws,
                                 s->tokens, s->stream) != cudaSuccess;
@@ -219,6 +227,24 @@ static void rank_main(const options *o, shared *sh, int rank, int tp)
     CUDA_CHECK(cudaMemcpy(s->seed, hs, sizeof(uint64_t) * (size_t)max_rows, cudaMemcpyHostToDevice));
     free(ht), free(hs);
     s->params = (fs_sampling){s->temperature, s->seed, NULL, NULL, NULL};
+    {
+        int32_t *hk = malloc(sizeof(int32_t) * (size_t)max_rows);
+        float *hp = malloc(sizeof(float) * (size_t)max_rows);
+        float *hm = malloc(sizeof(float) * (size_t)max_rows);
+        for (int64_t r = 0; r < max_rows; ++r)
+            hk[r] = 50, hp[r] = 0.9f, hm[r] = 0.05f;
+        void *dk = dalloc(sizeof(int32_t) * (size_t)max_rows);
+        void *dp = dalloc(sizeof(float) * (size_t)max_rows);
+        void *dm = dalloc(sizeof(float) * (size_t)max_rows);
+        CUDA_CHECK(cudaMemcpy(dk, hk, sizeof(int32_t) * (size_t)max_rows, cudaMemcpyHostToDevice));
+        CUDA_CHECK(cudaMemcpy(dp, hp, sizeof(float) * (size_t)max_rows, cudaMemcpyHostToDevice));
+        CUDA_CHECK(cudaMemcpy(dm, hm, sizeof(float) * (size_t)max_rows, cudaMemcpyHostToDevice));
+        free(hk), free(hp), free(hm);
+        s->fparams = s->params;
+        s->fparams.top_k = dk;
+        s->fparams.top_p = dp;
+        s->fparams.min_p = dm;
+    }
     s->tokens = dalloc(sizeof(int32_t) * (size_t)max_rows * TREE_ROWS);
     s->status = dalloc(sizeof(int32_t) * (size_t)max_rows);
     s->num_emitted = dalloc(sizeof(int32_t) * (size_t)max_rows);
@@ -274,7 +300,7 @@ static void rank_main(const options *o, shared *sh, int rank, int tp)
           continue;
       s->op = op;
       for (int i = 0; i < o->nrows; ++i) {
-        s->rows = op == OP_SAMPLE ? o->rows[i] : set_requests(s, o->rows[i]);
+        s->rows = op == OP_SAMPLE || op == OP_FILTERED ? o->rows[i] : set_requests(s, o->rows[i]);
         if (bl_gemm_create(&s->gemm, s->v_local, o->dim, s->rows, s->head.weight, s->hidden,
                            s->logits_local, 0, s->stream) != 0) {
             fprintf(stderr, "rank %d: gemm: %s\n", rank, bl_gemm_last_error());
@@ -318,7 +344,7 @@ static int parse_list(const char *arg, int64_t *out, int max)
 
 int main(int argc, char **argv)
 {
-    options o = {128256, 8192, {1, 64, 256, 1024}, 4, MAX_TP, 30, 5, {1, 1, 1}, NULL};
+    options o = {128256, 8192, {1, 64, 256, 1024}, 4, MAX_TP, 30, 5, {1, 1, 1, 1}, NULL};
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--vocab") && v) o.vocab = strtoll(v, NULL, 10), ++i;
@@ -335,7 +361,8 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--csv") && v) o.csv = v, ++i;
         else {
             fprintf(stderr, "usage: %s [--vocab V] [--dim D] [--rows a,b,c] "
-                            "[--ops sample,verify,tree] [--max-tp N] [--reps N] [--csv FILE]\n",
+                            "[--ops sample,filtered,verify,tree] [--max-tp N] [--reps N] "
+                            "[--csv FILE]\n",
                     argv[0]);
             return 2;
         }

@@ -213,8 +213,15 @@ typedef struct fs_sampling {
  * docs/DESIGN.md ("Sampling filters") has the algorithm and the measured
  * costs.
  *
- * CPU and CUDA contexts.  A tensor-parallel CUDA context (several GPUs)
- * does not support the filters yet: FS_ERR_UNSUPPORTED before any work. */
+ * CPU and CUDA contexts, tensor-parallel ones included (every rank gets the
+ * same outputs as one GPU over the whole vocabulary: token ids, statuses
+ * and fallback counts equal, logprobs within float rounding).  On a
+ * tensor-parallel CUDA context a filtered call synchronises its stream once
+ * -- it reads the number of rows handed to the second pass to the host, 8
+ * bytes -- unless the stream is being captured: then it enqueues the second
+ * pass's steps and all-reduces for every row whatever the count (more NCCL
+ * traffic, nothing more to compute when no row needs it).  Capture every
+ * rank's call or none. */
 
 /* ---- sample: one token per row, exactly from softmax((l + b) / T) ------ */
 

@@ -15,7 +15,10 @@
  *
  * Everything is enqueued on the context's stream: no allocation, no host
  * synchronisation, no copy to the host, so a call can be captured in a CUDA
- * graph.
+ * graph.  One exception: a filtered call on a sharded context reads the
+ * count of rows handed to the second pass to the host (a stream
+ * synchronisation; fs_tp_filter_second_pass), except while the stream is
+ * being captured.
  *
  * Workspace layout (each region starts on a 256-byte boundary; the first at
  * the caller's pointer rounded up to 256 bytes):
@@ -25,6 +28,11 @@
  *   tile_recs  fs_record   [rows][ceil(V / 128)]       per-(row, tile or CTA) records
  *   row_recs   fs_record   [rows]                      merged records (the TP seam)
  *   tp_gather  fs_record   [ranks][rows]               only when sharded over > 1 rank
+ *   filters    (sample and verify) descriptors, candidate lists, the second
+ *              pass's rows, histograms and records; on a sharded context
+ *              also the rows' summaries, this shard's and every rank's
+ *              (fs_filter_summary [rows] and [ranks][rows]), and the TP
+ *              second pass's staged rows, max keys and kept records
  */
 #include "cuda_common.cuh"
 #include "dtype.h"
@@ -118,6 +126,25 @@ size_t carve(const fs_context *ctx, fs_op op, int64_t rows, int64_t requests, in
     if (w)
         w->filt.fb_recs = reinterpret_cast<fs_record *>(p + at);
     at += align_up((size_t)rows * (size_t)fb_grid * sizeof(fs_record));
+    const int ranks = fs_tp_ranks(ctx);
+    if (ranks > 1) {
+        /* sharded: the candidates' exchange and the second pass's buffers */
+        if (w)
+            w->filt.sums = reinterpret_cast<fs_filter_summary *>(p + at);
+        at += align_up((size_t)rows * sizeof(fs_filter_summary));
+        if (w)
+            w->filt.sum_gather = reinterpret_cast<fs_filter_summary *>(p + at);
+        at += align_up((size_t)ranks * (size_t)rows * sizeof(fs_filter_summary));
+        if (w)
+            w->filt.fb_stage = reinterpret_cast<fs_fallback_row *>(p + at);
+        at += align_up((size_t)rows * sizeof(fs_fallback_row));
+        if (w)
+            w->filt.tp_max = reinterpret_cast<uint32_t *>(p + at);
+        at += align_up((size_t)rows * sizeof(uint32_t));
+        if (w)
+            w->filt.tp_part = reinterpret_cast<fs_record *>(p + at);
+        at += align_up((size_t)rows * sizeof(fs_record));
+    }
     return at + 256;
 }
 
@@ -296,8 +323,15 @@ extern "C" fs_status fs_cuda_run(fs_context *ctx, const fs_op_args *a)
                             ctx->filter_force_second_pass, ctx->cc_major >= 9, stream);
     }
     if (e == cudaSuccess && sharded) {
-        /* tensor parallel: row_recs of this shard become the whole vocabulary's */
-        st = fs_tp_exchange(ctx, w.row_recs, a->rows, w.tp_gather, stream);
+        /* tensor parallel: row_recs of this shard become the whole
+           vocabulary's; the filters' summaries travel with them */
+        st = fs_tp_exchange(ctx, w.row_recs, a->rows, w.tp_gather, filters ? w.filt.sums : nullptr,
+                            w.filt.sum_gather, sizeof(fs_filter_summary), stream);
+        if (st == FS_OK && filters) {
+            step = "filter resolve";
+            e = fs_launch_filter_tp_resolve(a, w.descs, w.row_recs, &w.filt, fs_tp_ranks(ctx),
+                                            ctx->filter_force_second_pass, stream);
+        }
         if (st != FS_OK) {
             fs_cuda_leave(prev_device);
             return st;
@@ -318,8 +352,18 @@ extern "C" fs_status fs_cuda_run(fs_context *ctx, const fs_op_args *a)
             src.ldtype = a->logits_dtype;
         }
         step = "filter second pass";
-        e = fs_launch_filter_fallback(a, &w.filt, &s, &src, w.row_recs,
-                                      merge_finalizes ? (int)a->op : -1, w.pre_status, stream);
+        if (sharded) {
+            st = fs_tp_filter_second_pass(ctx, a, &w.filt, &s, &src, w.row_recs, w.tp_gather,
+                                          stream);
+            if (st != FS_OK) {
+                fs_cuda_leave(prev_device);
+                return st;
+            }
+        } else {
+            e = fs_launch_filter_fallback(a, &w.filt, &s, &src, w.row_recs,
+                                          merge_finalizes ? (int)a->op : -1, w.pre_status,
+                                          stream);
+        }
     }
     const bool finalized = tail_ran ? !sharded : merge_finalizes;
     if (e == cudaSuccess && !finalized) {

@@ -124,7 +124,7 @@ extern "C" fs_status fs_cuda_tree_run(fs_context *ctx, const fs_tree_args *ta)
     if (e == cudaSuccess && fs_tp_ranks(ctx) > 1) {
         /* every rank issues the same two collectives whatever its data (a
            failed request only skips rows), so no rank can hang on another */
-        st = fs_tp_exchange(ctx, w.row_recs, a->rows, w.tp_gather, stream);
+        st = fs_tp_exchange(ctx, w.row_recs, a->rows, w.tp_gather, nullptr, nullptr, 0, stream);
         if (st == FS_OK)
             st = fs_tp_max_floats(ctx, w.child_s, (size_t)a->rows * FS_TREE_MAX_CHILDREN, stream);
         if (st != FS_OK) {

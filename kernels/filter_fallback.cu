@@ -166,120 +166,122 @@ __device__ void score_tile(Smem &sm, const fs_op_args &a, const fs_scan_args &s,
     __syncthreads();
 }
 
-__global__ void __launch_bounds__(THREADS)
-    fs_filter_fallback_kernel(fs_op_args a, fs_filter_ws w, fs_scan_args s, fs_fallback_src src,
-                              fs_record *row_recs, int fin_op, const int32_t *pre_status)
+/* Whether any of the n handed-over rows still selects (every thread reads
+ * the same). */
+__device__ __forceinline__ bool any_selecting(const fs_fallback_row *fb, unsigned int n)
 {
-    const unsigned int n = *w.flag_n;
-    if (n == 0)
-        return; /* uniform: no barrier is reached */
-    cg::grid_group grid = cg::this_grid();
-    __shared__ Smem sm;
+    bool any = false;
+    for (unsigned int i = 0; i < n; ++i)
+        any |= selecting(fb[i]);
+    return any;
+}
+
+/* This block's share of histogram pass `pass` over the n handed-over rows
+ * (tiles blockIdx.x, + gridDim.x, ...): counts and fixed-point masses into
+ * the rows' histograms; pass 0 also raises each row's max key, in
+ * fb[fi].max_key, or max_keys[fi] when given (sharded: all-reduced after). */
+__device__ __forceinline__ void hist_pass(Smem &sm, const fs_op_args &a, const fs_filter_ws &w,
+                                          const fs_scan_args &s, const fs_fallback_src &src,
+                                          unsigned int n, int pass, bool vec,
+                                          uint32_t *max_keys)
+{
     const int tid = threadIdx.x;
     const fs_row_desc *descs = s.descs;
     fs_fallback_row *fb = w.fb;
     const int64_t tiles = (a.vocab_size + TILE - 1) / TILE;
-    const bool vec = src.weight && src.wdtype != FS_DTYPE_F32 && src.D % 8 == 0 &&
-                     (reinterpret_cast<uintptr_t>(src.weight) & 15u) == 0;
-
-    /* histogram passes: pass 0 also finds each row's max; at most 3 levels
-       of a top-k select and 3 of a top-p select */
-    for (int pass = 0; pass < 2 * FS_SELECT_LEVELS; ++pass) {
-        bool any = false;
-        for (unsigned int i = 0; i < n; ++i)
-            any |= selecting(fb[i]);
-        if (!any && pass > 0)
-            break;
-        for (int64_t i = (int64_t)blockIdx.x * THREADS + tid; i < (int64_t)n * FS_SELECT_BUCKETS;
-             i += (int64_t)gridDim.x * THREADS) {
-            w.hist_count[i] = 0u;
-            w.hist_mass[i] = 0ull;
+    for (unsigned int g0 = 0; g0 < n; g0 += GROUP) {
+        __syncthreads();
+        if (tid < GROUP) {
+            const unsigned int fi = g0 + tid;
+            sm.rows[tid] = fi < n && (pass == 0 || selecting(fb[fi])) ? (int)fi : -1;
         }
-        grid.sync();
-        for (unsigned int g0 = 0; g0 < n; g0 += GROUP) {
-            __syncthreads();
-            if (tid < GROUP) {
-                const unsigned int fi = g0 + tid;
-                sm.rows[tid] = fi < n && (pass == 0 || selecting(fb[fi])) ? (int)fi : -1;
-            }
-            __syncthreads();
-            for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-                const int act = n - g0 < GROUP ? (int)(n - g0) : GROUP;
-                score_tile(sm, a, s, src, fb, descs, t * TILE, act, vec);
-                for (int i = tid; i < act * TILE; i += THREADS) {
-                    const int g = i / TILE;
-                    const int fi = sm.rows[g];
-                    const float x = sm.sc[g][i % TILE];
-                    if (fi < 0 || !(x > -INFINITY && x < INFINITY))
-                        continue;
-                    fs_fallback_row &r = fb[fi];
-                    const uint32_t key = fs_select_key(x);
-                    if (pass == 0)
-                        atomicMax(&r.max_key, key);
-                    if (!selecting(r))
-                        continue;
-                    const float floor = r.phase == FS_FB_P ? r.t_k : -INFINITY;
-                    if (x < floor)
-                        continue;
-                    const int b = fs_select_bucket(&r.q, key);
-                    if (b < 0)
-                        continue;
-                    float e = fs_exp(x - r.m1);
-                    e = e < 8388608.0f ? e : 8388608.0f; /* 2^23: no 64-bit overflow */
-                    atomicAdd(&w.hist_count[(int64_t)fi * FS_SELECT_BUCKETS + b], 1u);
-                    atomicAdd(&w.hist_mass[(int64_t)fi * FS_SELECT_BUCKETS + b],
-                              (unsigned long long)((double)e * FS_FB_MASS_ONE));
-                }
+        __syncthreads();
+        for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+            const int act = n - g0 < GROUP ? (int)(n - g0) : GROUP;
+            score_tile(sm, a, s, src, fb, descs, t * TILE, act, vec);
+            for (int i = tid; i < act * TILE; i += THREADS) {
+                const int g = i / TILE;
+                const int fi = sm.rows[g];
+                const float x = sm.sc[g][i % TILE];
+                if (fi < 0 || !(x > -INFINITY && x < INFINITY))
+                    continue;
+                fs_fallback_row &r = fb[fi];
+                const uint32_t key = fs_select_key(x);
+                if (pass == 0)
+                    atomicMax(max_keys ? &max_keys[fi] : &r.max_key, key);
+                if (!selecting(r))
+                    continue;
+                const float floor = r.phase == FS_FB_P ? r.t_k : -INFINITY;
+                if (x < floor)
+                    continue;
+                const int b = fs_select_bucket(&r.q, key);
+                if (b < 0)
+                    continue;
+                float e = fs_exp(x - r.m1);
+                e = e < 8388608.0f ? e : 8388608.0f; /* 2^23: no 64-bit overflow */
+                atomicAdd(&w.hist_count[(int64_t)fi * FS_SELECT_BUCKETS + b], 1u);
+                atomicAdd(&w.hist_mass[(int64_t)fi * FS_SELECT_BUCKETS + b],
+                          (unsigned long long)((double)e * FS_FB_MASS_ONE));
             }
         }
-        grid.sync();
-        /* the select steps: a block per row */
-        for (unsigned int fi = blockIdx.x; fi < n; fi += gridDim.x) {
-            fs_fallback_row &r = fb[fi];
-            if (!selecting(r))
-                continue;
-            const uint32_t *hc = w.hist_count + (int64_t)fi * FS_SELECT_BUCKETS;
-            const unsigned long long *hm = w.hist_mass + (int64_t)fi * FS_SELECT_BUCKETS;
-            __syncthreads();
-            for (int b = tid; b < FS_SELECT_BUCKETS; b += THREADS) {
-                sm.u.step.count[b] = hc[b];
-                sm.u.step.mass[b] = (float)((double)hm[b] / FS_FB_MASS_ONE);
-            }
-            __syncthreads();
-            if (tid == 0) {
-                if (r.phase == FS_FB_P && r.q.level == 0) {
-                    /* the nucleus target: top_p of the mass left by top-k
-                       (every token >= the floor is in this first histogram) */
-                    unsigned long long total = 0ull;
-                    for (int b = 0; b < FS_SELECT_BUCKETS; ++b)
-                        total += hm[b];
-                    const fs_filter_desc fd = w.fdescs[r.row];
-                    r.q.need_mass = fd.top_p * (float)((double)total / FS_FB_MASS_ONE);
-                }
-                fs_select_step(&r.q, reinterpret_cast<const int32_t *>(sm.u.step.count),
-                               sm.u.step.mass);
-                if (fs_select_done(&r.q)) {
-                    const fs_filter_desc fd = w.fdescs[r.row];
-                    if (r.phase == FS_FB_K) {
-                        r.t_k = r.q.threshold;
-                        if (fd.top_p < 1.0f) {
-                            r.phase = FS_FB_P;
-                            fs_select_init(&r.q, 0, 0.0f);
-                        } else {
-                            r.phase = FS_FB_DRAW;
-                        }
-                    } else {
-                        r.t_p = r.q.threshold;
-                        r.phase = FS_FB_DRAW;
-                    }
-                }
-            }
-        }
-        grid.sync();
     }
+}
 
-    /* the draw: every token of a row under its cut, in noise blocks; one
-       record per (row, block of the grid), merged below in block order */
+/* One select step of handed-over row fi from its (complete) histogram.
+ * Every thread of the block calls it for a selecting row. */
+__device__ __forceinline__ void select_row(Smem &sm, const fs_filter_ws &w, unsigned int fi)
+{
+    const int tid = threadIdx.x;
+    fs_fallback_row &r = w.fb[fi];
+    const uint32_t *hc = w.hist_count + (int64_t)fi * FS_SELECT_BUCKETS;
+    const unsigned long long *hm = w.hist_mass + (int64_t)fi * FS_SELECT_BUCKETS;
+    __syncthreads();
+    for (int b = tid; b < FS_SELECT_BUCKETS; b += THREADS) {
+        sm.u.step.count[b] = hc[b];
+        sm.u.step.mass[b] = (float)((double)hm[b] / FS_FB_MASS_ONE);
+    }
+    __syncthreads();
+    if (tid == 0) {
+        if (r.phase == FS_FB_P && r.q.level == 0) {
+            /* the nucleus target: top_p of the mass left by top-k
+               (every token >= the floor is in this first histogram) */
+            unsigned long long total = 0ull;
+            for (int b = 0; b < FS_SELECT_BUCKETS; ++b)
+                total += hm[b];
+            const fs_filter_desc fd = w.fdescs[r.row];
+            r.q.need_mass = fd.top_p * (float)((double)total / FS_FB_MASS_ONE);
+        }
+        fs_select_step(&r.q, reinterpret_cast<const int32_t *>(sm.u.step.count),
+                       sm.u.step.mass);
+        if (fs_select_done(&r.q)) {
+            const fs_filter_desc fd = w.fdescs[r.row];
+            if (r.phase == FS_FB_K) {
+                r.t_k = r.q.threshold;
+                if (fd.top_p < 1.0f) {
+                    r.phase = FS_FB_P;
+                    fs_select_init(&r.q, 0, 0.0f);
+                } else {
+                    r.phase = FS_FB_DRAW;
+                }
+            } else {
+                r.t_p = r.q.threshold;
+                r.phase = FS_FB_DRAW;
+            }
+        }
+    }
+}
+
+/* The draw: every token of each handed-over row under its cut, in noise
+ * blocks; one record per (row, block of the grid) in fb_recs, merged
+ * afterwards in block order. */
+__device__ __forceinline__ void draw_pass(Smem &sm, const fs_op_args &a, const fs_filter_ws &w,
+                                          const fs_scan_args &s, const fs_fallback_src &src,
+                                          unsigned int n, bool vec)
+{
+    const int tid = threadIdx.x;
+    const fs_row_desc *descs = s.descs;
+    const fs_fallback_row *fb = w.fb;
+    const int64_t tiles = (a.vocab_size + TILE - 1) / TILE;
     for (unsigned int g0 = 0; g0 < n; g0 += GROUP) {
         __syncthreads();
         if (tid < GROUP)
@@ -323,18 +325,176 @@ __global__ void __launch_bounds__(THREADS)
         if (fi >= 0 && nb == 0)
             w.fb_recs[(int64_t)fi * gridDim.x + blockIdx.x] = rec;
     }
+}
+
+/* Row fi's kept record: its records of the draw's `grid` blocks merged in
+ * block order. */
+__device__ __forceinline__ fs_record merge_draw(const fs_filter_ws &w, unsigned int fi,
+                                                unsigned int grid)
+{
+    fs_record kept;
+    fs_record_init(&kept);
+    for (unsigned int b = 0; b < grid; ++b)
+        fs_record_merge(&kept, &w.fb_recs[(int64_t)fi * grid + b]);
+    return kept;
+}
+
+bool vec_weights(const fs_fallback_src &src)
+{
+    return src.weight && src.wdtype != FS_DTYPE_F32 && src.D % 8 == 0 &&
+           (reinterpret_cast<uintptr_t>(src.weight) & 15u) == 0;
+}
+
+__global__ void __launch_bounds__(THREADS)
+    fs_filter_fallback_kernel(fs_op_args a, fs_filter_ws w, fs_scan_args s, fs_fallback_src src,
+                              fs_record *row_recs, int fin_op, const int32_t *pre_status,
+                              bool vec)
+{
+    const unsigned int n = *w.flag_n;
+    if (n == 0)
+        return; /* uniform: no barrier is reached */
+    cg::grid_group grid = cg::this_grid();
+    __shared__ Smem sm;
+    const int tid = threadIdx.x;
+
+    /* histogram passes: pass 0 also finds each row's max; at most 3 levels
+       of a top-k select and 3 of a top-p select */
+    for (int pass = 0; pass < 2 * FS_SELECT_LEVELS; ++pass) {
+        if (pass > 0 && !any_selecting(w.fb, n))
+            break;
+        for (int64_t i = (int64_t)blockIdx.x * THREADS + tid; i < (int64_t)n * FS_SELECT_BUCKETS;
+             i += (int64_t)gridDim.x * THREADS) {
+            w.hist_count[i] = 0u;
+            w.hist_mass[i] = 0ull;
+        }
+        grid.sync();
+        hist_pass(sm, a, w, s, src, n, pass, vec, nullptr);
+        grid.sync();
+        /* the select steps: a block per row */
+        for (unsigned int fi = blockIdx.x; fi < n; fi += gridDim.x)
+            if (selecting(w.fb[fi]))
+                select_row(sm, w, fi);
+        grid.sync();
+    }
+
+    draw_pass(sm, a, w, s, src, n, vec);
     grid.sync();
     for (unsigned int fi = blockIdx.x * THREADS + tid; fi < n; fi += gridDim.x * THREADS) {
-        fs_record kept;
-        fs_record_init(&kept);
-        for (unsigned int b = 0; b < gridDim.x; ++b)
-            fs_record_merge(&kept, &w.fb_recs[(int64_t)fi * gridDim.x + b]);
-        const int64_t row = fb[fi].row;
+        const fs_record kept = merge_draw(w, fi, gridDim.x);
+        const int64_t row = w.fb[fi].row;
         if (fin_op >= 0)
-            fs_finalize_row(fin_op, kept, descs[row], pre_status[row], row, a.out_tokens,
+            fs_finalize_row(fin_op, kept, s.descs[row], pre_status[row], row, a.out_tokens,
                             a.out_values, a.out_row_status);
         else
             row_recs[row] = kept;
+    }
+}
+
+/* ---- the second pass on a sharded context --------------------------------
+ *
+ * The same passes, each a launch of its own with NCCL between them (the
+ * host driver is fs_tp_filter_second_pass, tp_exchange.cu): every rank
+ * histograms its shard, the histograms are all-reduced (integer sums:
+ * exact, so every rank -- and one GPU over the whole vocabulary -- gets the
+ * same thresholds), pass 0's max keys all-reduced by max; the draw's records
+ * of the shards are all-gathered and merged in rank order.  fb must list the
+ * rows in the same order on every rank: tp_fb_begin compacts fb_stage
+ * (indexed by row) in row order. */
+
+__global__ void __launch_bounds__(THREADS)
+    fs_tp_fb_begin_kernel(fs_filter_ws w, int64_t rows, int64_t n_host)
+{
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    for (int64_t i = (int64_t)blockIdx.x * THREADS + tid; i < n_host * FS_SELECT_BUCKETS;
+         i += (int64_t)gridDim.x * THREADS) {
+        w.hist_count[i] = 0u;
+        w.hist_mass[i] = 0ull;
+    }
+    for (int64_t i = (int64_t)blockIdx.x * THREADS + tid; i < n_host;
+         i += (int64_t)gridDim.x * THREADS)
+        w.tp_max[i] = 0u;
+    if (blockIdx.x != 0)
+        return;
+    __shared__ int warp_n[THREADS / 32];
+    int64_t base = 0;
+    for (int64_t r0 = 0; r0 < rows; r0 += THREADS) {
+        const int64_t r = r0 + tid;
+        const bool on = r < rows && w.fb_stage[r].row >= 0;
+        const unsigned m = __ballot_sync(0xffffffffu, on);
+        if (lane == 0)
+            warp_n[warp] = __popc(m);
+        __syncthreads();
+        int before = __popc(m & ((1u << lane) - 1u)), total = 0;
+        for (int k = 0; k < THREADS / 32; ++k) {
+            before += k < warp ? warp_n[k] : 0;
+            total += warp_n[k];
+        }
+        if (on)
+            w.fb[base + before] = w.fb_stage[r];
+        base += total;
+        __syncthreads();
+    }
+}
+
+__global__ void __launch_bounds__(THREADS)
+    fs_tp_fb_hist_kernel(fs_op_args a, fs_filter_ws w, fs_scan_args s, fs_fallback_src src,
+                         int pass, bool vec)
+{
+    const unsigned int n = *w.flag_n;
+    if (n == 0 || (pass > 0 && !any_selecting(w.fb, n)))
+        return; /* uniform */
+    __shared__ Smem sm;
+    hist_pass(sm, a, w, s, src, n, pass, vec, w.tp_max);
+}
+
+__global__ void __launch_bounds__(THREADS) fs_tp_fb_step_kernel(fs_filter_ws w, int pass)
+{
+    const unsigned int n = *w.flag_n;
+    __shared__ Smem sm;
+    for (unsigned int fi = blockIdx.x; fi < n; fi += gridDim.x) {
+        if (pass == 0 && threadIdx.x == 0)
+            w.fb[fi].max_key = w.tp_max[fi];
+        if (!selecting(w.fb[fi]))
+            continue; /* uniform: thread 0's write above is to another field */
+        select_row(sm, w, fi);
+        __syncthreads(); /* thread 0's step read the masses */
+        for (int b = threadIdx.x; b < FS_SELECT_BUCKETS; b += THREADS) {
+            w.hist_count[(int64_t)fi * FS_SELECT_BUCKETS + b] = 0u;
+            w.hist_mass[(int64_t)fi * FS_SELECT_BUCKETS + b] = 0ull;
+        }
+    }
+}
+
+__global__ void __launch_bounds__(THREADS)
+    fs_tp_fb_draw_kernel(fs_op_args a, fs_filter_ws w, fs_scan_args s, fs_fallback_src src,
+                         bool vec)
+{
+    const unsigned int n = *w.flag_n;
+    if (n == 0)
+        return;
+    __shared__ Smem sm;
+    draw_pass(sm, a, w, s, src, n, vec);
+}
+
+/* The shard's kept record of each row: the draw kernel's `grid` blocks'. */
+__global__ void fs_tp_fb_part_kernel(fs_filter_ws w, unsigned int grid)
+{
+    const unsigned int n = *w.flag_n;
+    for (unsigned int fi = blockIdx.x * blockDim.x + threadIdx.x; fi < n;
+         fi += gridDim.x * blockDim.x)
+        w.tp_part[fi] = merge_draw(w, fi, grid);
+}
+
+__global__ void fs_tp_fb_store_kernel(fs_filter_ws w, const fs_record *__restrict__ gather,
+                                      int64_t n_host, int ranks, fs_record *row_recs)
+{
+    const unsigned int n = *w.flag_n;
+    for (unsigned int fi = blockIdx.x * blockDim.x + threadIdx.x; fi < n;
+         fi += gridDim.x * blockDim.x) {
+        fs_record acc = gather[fi];
+        for (int k = 1; k < ranks; ++k)
+            fs_record_merge(&acc, &gather[(int64_t)k * n_host + fi]);
+        row_recs[w.fb[fi].row] = acc;
     }
 }
 
@@ -375,6 +535,50 @@ cudaError_t fs_launch_filter_fallback(const fs_op_args *a, const fs_filter_ws *w
     cfg.attrs = attr;
     cfg.numAttrs = 1;
     cudaError_t e = cudaLaunchKernelEx(&cfg, fs_filter_fallback_kernel, *a, *w, *s, *src, row_recs,
-                                       fin_op, pre_status);
+                                       fin_op, pre_status, vec_weights(*src));
     return e != cudaSuccess ? e : cudaGetLastError();
+}
+
+cudaError_t fs_launch_tp_fb_begin(const fs_filter_ws *w, int64_t rows, int64_t n_host,
+                                  cudaStream_t stream)
+{
+    fs_tp_fb_begin_kernel<<<(unsigned)w->fb_grid, THREADS, 0, stream>>>(*w, rows, n_host);
+    return cudaGetLastError();
+}
+
+cudaError_t fs_launch_tp_fb_hist(const fs_op_args *a, const fs_filter_ws *w,
+                                 const fs_scan_args *s, const fs_fallback_src *src, int pass,
+                                 cudaStream_t stream)
+{
+    fs_tp_fb_hist_kernel<<<(unsigned)w->fb_grid, THREADS, 0, stream>>>(*a, *w, *s, *src, pass,
+                                                                       vec_weights(*src));
+    return cudaGetLastError();
+}
+
+cudaError_t fs_launch_tp_fb_step(const fs_filter_ws *w, int pass, cudaStream_t stream)
+{
+    fs_tp_fb_step_kernel<<<(unsigned)w->fb_grid, THREADS, 0, stream>>>(*w, pass);
+    return cudaGetLastError();
+}
+
+cudaError_t fs_launch_tp_fb_draw(const fs_op_args *a, const fs_filter_ws *w,
+                                 const fs_scan_args *s, const fs_fallback_src *src,
+                                 cudaStream_t stream)
+{
+    fs_tp_fb_draw_kernel<<<(unsigned)w->fb_grid, THREADS, 0, stream>>>(*a, *w, *s, *src,
+                                                                       vec_weights(*src));
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess)
+        return e;
+    fs_tp_fb_part_kernel<<<(unsigned)((a->rows + 127) / 128), 128, 0, stream>>>(
+        *w, (unsigned int)w->fb_grid);
+    return cudaGetLastError();
+}
+
+cudaError_t fs_launch_tp_fb_store(const fs_filter_ws *w, const fs_record *gather, int64_t n_host,
+                                  int ranks, fs_record *row_recs, cudaStream_t stream)
+{
+    fs_tp_fb_store_kernel<<<(unsigned)((n_host + 127) / 128), 128, 0, stream>>>(
+        *w, gather, n_host, ranks, row_recs);
+    return cudaGetLastError();
 }

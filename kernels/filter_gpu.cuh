@@ -42,6 +42,12 @@ typedef struct fs_filter_ws {
     unsigned long long *hist_mass; /* [rows][FS_SELECT_BUCKETS] */
     fs_record *fb_recs;       /* [rows][fb_grid] */
     int fb_grid;              /* blocks of the second pass (co-resident) */
+    /* sharded (tensor-parallel) contexts only; NULL otherwise */
+    fs_filter_summary *sums;       /* [rows] this shard's candidates */
+    fs_filter_summary *sum_gather; /* [ranks][rows] every shard's, after the exchange */
+    fs_fallback_row *fb_stage;     /* [rows] handed-over rows by row (-1: not handed over) */
+    uint32_t *tp_max;              /* [rows] second pass: max score key, all-reduced */
+    fs_record *tp_part;            /* [rows] second pass: this shard's kept record */
 } fs_filter_ws;
 
 /* What the second pass reads of the op. */
@@ -62,6 +68,35 @@ cudaError_t fs_launch_filter_fallback(const fs_op_args *a, const fs_filter_ws *w
                                       const fs_scan_args *s, const fs_fallback_src *src,
                                       fs_record *row_recs, int fin_op,
                                       const int32_t *pre_status, cudaStream_t stream);
+
+/* Sharded contexts: resolve the filtered rows after the exchange of records
+ * and summaries (merge_finalize.cu). */
+cudaError_t fs_launch_filter_tp_resolve(const fs_op_args *a, const fs_row_desc *descs,
+                                        fs_record *row_recs, const fs_filter_ws *filt, int ranks,
+                                        int force_second_pass, cudaStream_t stream);
+
+/* The steps of the second pass on a sharded context (filter_fallback.cu), in
+ * the order fs_tp_filter_second_pass (tp_exchange.cu) enqueues them between
+ * its NCCL calls.  n_host: the handed-over rows as the host knows them (the
+ * count, or every row when it cannot read it), which bounds the slots each
+ * all-reduce carries; the kernels read the device's count. */
+/* fb = the staged rows in row order; histograms [n_host] and tp_max zeroed */
+cudaError_t fs_launch_tp_fb_begin(const fs_filter_ws *w, int64_t rows, int64_t n_host,
+                                  cudaStream_t stream);
+/* this shard's histogram of pass `pass` (pass 0: and each row's max) */
+cudaError_t fs_launch_tp_fb_hist(const fs_op_args *a, const fs_filter_ws *w,
+                                 const fs_scan_args *s, const fs_fallback_src *src, int pass,
+                                 cudaStream_t stream);
+/* the select steps on the all-reduced histograms, which it zeroes again */
+cudaError_t fs_launch_tp_fb_step(const fs_filter_ws *w, int pass, cudaStream_t stream);
+/* the draw over this shard: each row's kept record of the shard in tp_part */
+cudaError_t fs_launch_tp_fb_draw(const fs_op_args *a, const fs_filter_ws *w,
+                                 const fs_scan_args *s, const fs_fallback_src *src,
+                                 cudaStream_t stream);
+/* the shards' kept records (gather [ranks][n_host]) merged in rank order
+   into row_recs */
+cudaError_t fs_launch_tp_fb_store(const fs_filter_ws *w, const fs_record *gather, int64_t n_host,
+                                  int ranks, fs_record *row_recs, cudaStream_t stream);
 
 /* Blocks of the second pass that fit on the device at once. */
 int fs_filter_fallback_grid(int sm_count);

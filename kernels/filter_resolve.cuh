@@ -550,13 +550,23 @@ __device__ __forceinline__ fs_record kept_record(const fs_filter_record &f, int 
     return rec;
 }
 
+/* Where a row the one pass cannot decide goes: fb[atomicAdd(flag_n)]
+ * (one GPU: the order of the rows in fb does not matter), or, on a sharded
+ * context, stage[row] -- the TP second pass compacts stage into fb in row
+ * order, so that every rank's fb, hence its histograms' layout, is the
+ * same -- with flag_n[1] raised to the histogram passes the row needs. */
+struct handover {
+    fs_fallback_row *fb;
+    fs_fallback_row *stage; /* sharded contexts; NULL otherwise */
+    unsigned int *flag_n;
+    int32_t *out_fallback;
+};
+
 /* Thread 0: hand row over to the second pass. */
 __device__ __forceinline__ void hand_over(int64_t row, const fs_record &rec,
                                           const fs_filter_desc &fd, const fs_row_desc &d,
-                                          int count, fs_fallback_row *fb, unsigned int *flag_n,
-                                          int32_t *out_fallback)
+                                          int count, const handover &ho)
 {
-    const unsigned int at = atomicAdd(flag_n, 1u);
     fs_fallback_row r;
     r.row = (int32_t)row;
     r.count = count;
@@ -575,30 +585,32 @@ __device__ __forceinline__ void hand_over(int64_t row, const fs_record &rec,
         r.phase = FS_FB_DRAW;
         fs_select_init(&r.q, 0, 0.0f);
     }
-    fb[at] = r;
-    if (out_fallback)
-        atomicAdd(&out_fallback[d.request], 1);
+    if (ho.stage) {
+        /* pass 0 always runs: it finds the row's max */
+        const int passes = (k > 0 ? FS_SELECT_LEVELS : 0) + (fd.top_p < 1.0f ? FS_SELECT_LEVELS : 0);
+        ho.stage[row] = r;
+        atomicAdd(ho.flag_n, 1u);
+        atomicMax(ho.flag_n + 1, (unsigned int)(passes > 0 ? passes : 1));
+    } else {
+        ho.fb[atomicAdd(ho.flag_n, 1u)] = r;
+    }
+    if (ho.out_fallback)
+        atomicAdd(&ho.out_fallback[d.request], 1);
 }
 
-/* Resolve filtered row `row` whose merged record is rec (every thread passes
- * it): returns 1 to every thread when the one pass decided it, with the
- * kept record in *kept (thread 0); 0 when the row was handed to the second
- * pass (fb, flag_n, out_fallback updated).  Every thread of the block calls
- * it; rows that do not filter must not.  The block resolves one row: a
- * caller that went on to another would need a __syncthreads first, the
- * shared state is not released by a barrier at the end. */
-__device__ int fs_filter_resolve_row(int64_t row, const fs_record &rec, const fs_filter_desc &fd,
-                                     const fs_row_desc &d, const fs_cand_list *__restrict__ cands,
-                                     int64_t lists_per_row, fs_fallback_row *fb,
-                                     unsigned int *flag_n, int32_t *out_fallback, int force,
-                                     fs_record *kept)
+/* The block's shared state: one instance per kernel, whichever of the
+ * functions below the kernel calls. */
+__device__ __forceinline__ resolve_smem &shared_state()
 {
     __shared__ resolve_smem sh;
-    const int tid = threadIdx.x;
-    const fs_cand_list *L = cands + row * lists_per_row;
+    return sh;
+}
 
-    /* what the passes below count into or fill: the first barrier
-       (row_bounds') orders these writes before them */
+/* What the passes below count into or fill; the caller's next barrier orders
+ * these writes before them. */
+__device__ __forceinline__ void reset_state(resolve_smem &sh)
+{
+    const int tid = threadIdx.x;
     if (tid == 0) {
         sh.g = 0;
         sh.c = 0;
@@ -608,7 +620,17 @@ __device__ int fs_filter_resolve_row(int64_t row, const fs_record &rec, const fs
     static_assert(FS_FILTER_CANDIDATES * FS_NOISE_BLOCK == 4 * THREADS, "a float4 a thread");
     reinterpret_cast<float4 *>(&sh.vt[0][0])[tid] =
         make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
+}
 
+/* The row's best N = min(64, G) candidates from its lists -- G the length of
+ * the exact prefix above D -- into sh.f.s / sh.f.id, in order; returns N,
+ * with D's key, the count of finite tokens and G.  Every thread calls it; it
+ * ends with a barrier. */
+__device__ __forceinline__ int prefix_candidates(const fs_cand_list *L, int64_t lists_per_row,
+                                                 resolve_smem &sh, uint32_t *kd_out,
+                                                 int *count_out, int *g_out)
+{
+    reset_state(sh);
     fs_cand_list mine[PER];
     uint32_t kd;
     int count;
@@ -630,7 +652,21 @@ __device__ int fs_filter_resolve_row(int64_t row, const fs_record &rec, const fs
     } else {
         rank_keys(sh.stage, G, N, sh.f);
     }
-    __syncthreads(); /* f is whole before thread 0 decides on it */
+    __syncthreads(); /* f is whole */
+    *kd_out = kd;
+    *count_out = count;
+    *g_out = G;
+    return N;
+}
+
+/* Decide a row whose N candidates are in sh.f (and whose vt is reset):
+ * returns 1 to every thread with the kept record in *kept (thread 0), or 0
+ * when the row was handed over.  Every thread calls it. */
+__device__ __forceinline__ int decide(int64_t row, const fs_record &rec, const fs_filter_desc &fd,
+                                      const fs_row_desc &d, int N, int count, int force,
+                                      const handover &ho, resolve_smem &sh, fs_record *kept)
+{
+    const int tid = threadIdx.x;
     if (tid == 0) {
         sh.f.count = count;
         sh.f.n = N;
@@ -647,8 +683,109 @@ __device__ int fs_filter_resolve_row(int64_t row, const fs_record &rec, const fs
         return 1;
     }
     if (tid == 0)
-        hand_over(row, rec, fd, d, count, fb, flag_n, out_fallback);
+        hand_over(row, rec, fd, d, count, ho);
     return 0;
+}
+
+/* Resolve filtered row `row` whose merged record is rec (every thread passes
+ * it): returns 1 to every thread when the one pass decided it, with the
+ * kept record in *kept (thread 0); 0 when the row was handed to the second
+ * pass (fb, flag_n, out_fallback updated).  Every thread of the block calls
+ * it; rows that do not filter must not.  The block resolves one row: a
+ * caller that went on to another would need a __syncthreads first, the
+ * shared state is not released by a barrier at the end. */
+__device__ int fs_filter_resolve_row(int64_t row, const fs_record &rec, const fs_filter_desc &fd,
+                                     const fs_row_desc &d, const fs_cand_list *__restrict__ cands,
+                                     int64_t lists_per_row, fs_fallback_row *fb,
+                                     unsigned int *flag_n, int32_t *out_fallback, int force,
+                                     fs_record *kept)
+{
+    resolve_smem &sh = shared_state();
+    uint32_t kd;
+    int count, G;
+    const int N = prefix_candidates(cands + row * lists_per_row, lists_per_row, sh, &kd, &count, &G);
+    const handover ho = {fb, nullptr, flag_n, out_fallback};
+    return decide(row, rec, fd, d, N, count, force, ho, sh, kept);
+}
+
+/* Sharded contexts, in the merge kernel: the shard's fs_filter_summary of
+ * row `row` into *out -- the best N of its exact prefix, its count, and lo
+ * = D, or the N-th score when the prefix is longer than N (every token of
+ * the shard outside the N scores <= lo).  The ranks exchange the summaries
+ * and resolve with fs_filter_resolve_merged.  Every thread of the block
+ * calls it. */
+__device__ void fs_filter_summarize_row(int64_t row, const fs_cand_list *__restrict__ cands,
+                                        int64_t lists_per_row, fs_filter_summary *out)
+{
+    resolve_smem &sh = shared_state();
+    uint32_t kd;
+    int count, G;
+    const int N = prefix_candidates(cands + row * lists_per_row, lists_per_row, sh, &kd, &count, &G);
+    for (int i = threadIdx.x; i < N; i += THREADS) {
+        out->s[i] = sh.f.s[i];
+        out->id[i] = sh.f.id[i];
+    }
+    if (threadIdx.x == 0) {
+        out->count = count;
+        out->n = N;
+        out->lo = G > N ? sh.f.s[N - 1] : fs_select_score(kd);
+        out->reserved = 0;
+    }
+}
+
+/* 16-byte units of a summary, and the summaries that fit the staging area
+ * (all of them up to 31 ranks; more are read from global memory). */
+constexpr int SUM_UNITS = (int)(sizeof(fs_filter_summary) / 16);
+constexpr int SUM_STAGED = (int)(sizeof(unsigned long long) * STAGE / sizeof(fs_filter_summary));
+static_assert(sizeof(fs_filter_summary) % 16 == 0, "summaries copy as 16-byte units");
+
+/* Sharded contexts, after the exchange: resolve row `row` from its global
+ * record rec and the ranks' summaries (rank k's at sums[k * stride]) by
+ * fs_filter_summary_merge's rule -- a thread per entry ranks it among the
+ * kept ones (>= the floor L) -- then the same decision and kept record as
+ * one GPU.  Every rank computes the same bits; a row handed over goes to
+ * ho.stage[row].  Returns as fs_filter_resolve_row. */
+__device__ int fs_filter_resolve_merged(int64_t row, const fs_record &rec,
+                                        const fs_filter_desc &fd, const fs_row_desc &d,
+                                        const fs_filter_summary *__restrict__ sums,
+                                        int64_t stride, int ranks, int force,
+                                        const handover &ho, fs_record *kept)
+{
+    resolve_smem &sh = shared_state();
+    const int tid = threadIdx.x;
+    reset_state(sh);
+    const fs_filter_summary *m = sums;
+    if (ranks <= SUM_STAGED) {
+        /* the staging area of the lists' keys, unused here */
+        uint4 *dst = reinterpret_cast<uint4 *>(sh.stage);
+        for (int e = tid; e < ranks * SUM_UNITS; e += THREADS)
+            dst[e] = reinterpret_cast<const uint4 *>(sums + (e / SUM_UNITS) * stride)[e % SUM_UNITS];
+        __syncthreads();
+        m = reinterpret_cast<const fs_filter_summary *>(sh.stage);
+        stride = 1;
+    }
+    const float L = fs_filter_summary_floor(m, stride, ranks);
+    for (int e = tid; e < ranks * FS_FILTER_CANDIDATES; e += THREADS) {
+        const int k = e / FS_FILTER_CANDIDATES, i = e % FS_FILTER_CANDIDATES;
+        const fs_filter_summary &mk = m[k * stride];
+        if (i >= mk.n)
+            continue;
+        const int r = fs_filter_summary_rank(m, stride, ranks, k, i, L);
+        if (r >= 0 && r < FS_FILTER_CANDIDATES) {
+            sh.f.s[r] = mk.s[i];
+            sh.f.id[r] = mk.id[i];
+        }
+    }
+    if (tid == 0) {
+        const int kept_n = fs_filter_summary_kept(m, stride, ranks, L);
+        int count = 0;
+        for (int k = 0; k < ranks; ++k)
+            count += m[k * stride].count;
+        sh.g = kept_n < FS_FILTER_CANDIDATES ? kept_n : FS_FILTER_CANDIDATES;
+        sh.c = count;
+    }
+    __syncthreads(); /* f, N and the count are whole */
+    return decide(row, rec, fd, d, sh.g, sh.c, force, ho, sh, kept);
 }
 
 } // namespace fsf

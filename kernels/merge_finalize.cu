@@ -20,6 +20,9 @@
  * A filtered row (filt.fdescs non-NULL, FS_ROWF_FILTER) is then resolved by
  * the block (filter_resolve.cuh): its kept record is what gets stored or
  * finalized, or the row is handed to the second pass, which ends it.
+ * On a sharded context (filt.sums non-NULL) a filtered row is not resolved
+ * here: its block writes the shard's fs_filter_summary and stores the
+ * shard's record (fs_filter_tp_resolve_kernel resolves after the exchange).
  * FILT: the op has filters.  Only that instance holds the resolve, with its
  * registers and its 20+ KB of shared memory (1 KB without), so that ops
  * without filters keep the plain merge's blocks per SM at large row counts.
@@ -45,7 +48,11 @@ __global__ void __launch_bounds__(FS_MERGE_THREADS, 1)
         acc = fs_merge_run(tile_recs + row * tiles_per_row, tiles_per_row, threadIdx.x,
                            FS_MERGE_THREADS);
     acc = fs_record_block_reduce(acc, scratch);
-    if (FILT && filt.fdescs && (d.flags & FS_ROWF_FILTER)) {
+    if (FILT && filt.sums && (d.flags & FS_ROWF_FILTER)) {
+        /* a shard of a tensor-parallel context: export the row's candidates;
+           every rank resolves from all of them after the exchange */
+        fsf::fs_filter_summarize_row(row, filt.cands, filt.lists_per_row, filt.sums + row);
+    } else if (FILT && filt.fdescs && (d.flags & FS_ROWF_FILTER)) {
         if (threadIdx.x == 0)
             merged = acc;
         __syncthreads();
@@ -86,6 +93,45 @@ cudaError_t fs_launch_merge(const fs_op_args *a, const fs_record *tile_recs,
                                        fin_op, pre_status, a->out_tokens, a->out_values,
                                        a->out_row_status, f, out_fallback, force_second_pass);
     return e != cudaSuccess ? e : cudaGetLastError();
+}
+
+/* Sharded contexts, after the exchange of records and summaries: one block
+ * per row resolves each filtered row from its global record (row_recs) and
+ * the ranks' summaries (filt.sum_gather, [ranks][rows]) and stores its kept
+ * record in row_recs; an undecided row goes to filt.fb_stage[row] (every
+ * other row's stage slot is marked -1), which the TP second pass compacts.
+ * The inputs are the same bits on every rank, so are the decisions. */
+__global__ void __launch_bounds__(FS_MERGE_THREADS, 1)
+    fs_filter_tp_resolve_kernel(const fs_row_desc *__restrict__ descs, fs_record *row_recs,
+                                fs_filter_ws filt, int64_t rows, int ranks,
+                                int32_t *out_fallback, int force_second_pass)
+{
+    const int64_t row = blockIdx.x;
+    const fs_row_desc d = descs[row];
+    const fs_record rec = row_recs[row];
+    if (!(d.flags & FS_ROWF_FILTER) || fs_record_status(&rec) != FS_ROW_OK) {
+        if (threadIdx.x == 0)
+            filt.fb_stage[row].row = -1;
+        return;
+    }
+    const fsf::handover ho = {filt.fb, filt.fb_stage, filt.flag_n, out_fallback};
+    fs_record kept;
+    if (fsf::fs_filter_resolve_merged(row, rec, filt.fdescs[row], d, filt.sum_gather + row, rows,
+                                      ranks, force_second_pass, ho, &kept) &&
+        threadIdx.x == 0) {
+        row_recs[row] = kept;
+        filt.fb_stage[row].row = -1;
+    }
+}
+
+cudaError_t fs_launch_filter_tp_resolve(const fs_op_args *a, const fs_row_desc *descs,
+                                        fs_record *row_recs, const fs_filter_ws *filt, int ranks,
+                                        int force_second_pass, cudaStream_t stream)
+{
+    int32_t *out_fallback = a->params ? a->params->out_filter_fallback : nullptr;
+    fs_filter_tp_resolve_kernel<<<(unsigned)a->rows, FS_MERGE_THREADS, 0, stream>>>(
+        descs, row_recs, *filt, a->rows, ranks, out_fallback, force_second_pass);
+    return cudaGetLastError();
 }
 
 /* The finalize kernels, for what the merge did not finalize: verify, and

@@ -37,8 +37,10 @@ __global__ void fs_prep_rows_kernel(int argmax, const float *__restrict__ temper
     int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (r == 0) {
         *counter = 0u;
-        if (f.flag_n)
-            *f.flag_n = 0u;
+        if (f.flag_n) {
+            f.flag_n[0] = 0u; /* rows handed to the second pass */
+            f.flag_n[1] = 0u; /* sharded contexts: the passes they need */
+        }
     }
     if (r >= rows)
         return;
@@ -84,8 +86,10 @@ __global__ void fs_prep_verify_kernel(const int32_t *__restrict__ offsets,
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     if (first == 0) {
         *counter = 0u;
-        if (f.flag_n)
-            *f.flag_n = 0u;
+        if (f.flag_n) {
+            f.flag_n[0] = 0u; /* rows handed to the second pass */
+            f.flag_n[1] = 0u; /* sharded contexts: the passes they need */
+        }
     }
     int bad = 0;
     for (int64_t r = threadIdx.x; r < num_requests; r += blockDim.x)

@@ -52,6 +52,7 @@ typedef struct cpu_workspace {
     /* tensor-parallel emulation only: one part's records before the merge */
     fs_record *part_recs;          /* [rows] */
     fs_filter_record *part_frecs;  /* [rows] */
+    fs_filter_summary *part_sums;  /* [parts][rows]: what each rank exports */
 } cpu_workspace;
 
 /* Fills w when base is given; returns the bytes either way. */
@@ -68,6 +69,7 @@ static size_t carve(void *base, int64_t rows, int64_t requests, cpu_workspace *w
     if (g_nshards > 1) {
         l.part_recs = fs_carve(&c, (size_t)rows * sizeof(fs_record));
         l.part_frecs = fs_carve(&c, (size_t)rows * sizeof(fs_filter_record));
+        l.part_sums = fs_carve(&c, (size_t)g_nshards * (size_t)rows * sizeof(fs_filter_summary));
     }
     if (w)
         *w = l;
@@ -195,29 +197,33 @@ static int split_parts(const fs_op_args *a, fs_op_args *parts, fs_lm_head *heads
     return g_nshards;
 }
 
-/* Each part scanned on its own, its records merged into row_recs (and the
- * filters' candidates into fw's merged ones) in part order, as the ranks'
- * record exchange merges them. */
+/* Each part scanned on its own, its records merged into row_recs in part
+ * order, as the ranks' record exchange merges them; the filters' candidates
+ * leave each part as an fs_filter_summary and are merged by the rule the
+ * ranks use (fs_filter_summary_merge).  A CPU part's summary is its exact
+ * top `cap`, so the rule's floor never cuts here; the CUDA ranks' summaries
+ * can be shorter, and the same rule covers them. */
 static void scan_parts(const fs_op_args *const *parts, int nparts, const cpu_workspace *w,
                        const fs_cpu_filter_ws *fw)
 {
     const fs_op_args *a = parts[0];
     fs_cpu_filter_recs part_f = fw->recs;
     part_f.row = w->part_frecs;
-    for (int64_t r = 0; r < a->rows; ++r) {
+    for (int64_t r = 0; r < a->rows; ++r)
         fs_record_init(&w->row_recs[r]);
-        if (fw->fdescs[r].active)
-            fs_filter_record_init(&fw->recs.row[r]);
-    }
     for (int i = 0; i < nparts; ++i) {
         fs_cpu_scan_filtered(parts[i], w->descs, g_tile, g_faults, w->tile_recs, w->part_recs,
                              &part_f, w->scan_scratch);
         for (int64_t r = 0; r < a->rows; ++r) {
             fs_record_merge(&w->row_recs[r], &w->part_recs[r]);
             if (fw->fdescs[r].active)
-                fs_filter_merge(&fw->recs.row[r], &w->part_frecs[r], fw->recs.cap);
+                fs_filter_summary_of(&w->part_frecs[r], &w->part_sums[i * a->rows + r]);
         }
     }
+    for (int64_t r = 0; r < a->rows; ++r)
+        if (fw->fdescs[r].active)
+            fs_filter_summary_merge(&w->part_sums[r], a->rows, nparts, fw->recs.cap,
+                                    &fw->recs.row[r]);
 }
 
 static const char *op_name(fs_op op)
