@@ -41,7 +41,7 @@
 #include "stat_harness.h"
 #include "tree_test.h"
 
-enum { NTESTS = 8, NFILTERED = 7, DRAWS = 100000, CHUNK = 4096, MAXN = 8 };
+enum { NTESTS = 8, NFILTERED = 8, DRAWS = 100000, CHUNK = 4096, MAXN = 8 };
 #define ALPHA (0.001 / NTESTS)
 #define ALPHA_FILTERED (0.001 / NFILTERED)
 #define REJECT 1e-6
@@ -421,10 +421,15 @@ static void test_power_subtle(void **state)
 /* ---- filters ------------------------------------------------------------ */
 
 typedef struct fcase {
-    int tree; /* index into CASES */
+    const tcase *c;
     tfilt f;
     const char *what;
 } fcase;
+
+/* The first child tried is cut (0.05 < 0.2 x 0.3) while other tokens stay
+   in F: a walk that tests it on its unfiltered score accepts it. */
+static const tcase UNLIKELY_FIRST = {"unlikely first child", 13, 3, 1.0f, {-1, -1, -1},
+                                     {3, 7, 11}, {0.05, 0.3, 0.2}, 0, 0, 0};
 
 /* Each filter cuts children somewhere: "three leaves" has children of 0.35,
    0.25 and 0.2 at the root (top-k 2 and top-p 0.5 cut the third, and the
@@ -432,13 +437,14 @@ typedef struct fcase {
    of 0.5 and 0.2: the second is cut) and the three together at several
    depths. */
 static const fcase FCASES[] = {
-    {0, {2, 1.0f, 0.0f, PASS_ONE}, "top-k 2"},
-    {0, {0, 0.5f, 0.0f, PASS_ONE}, "top-p 0.5"},
-    {1, {0, 1.0f, 0.6f, PASS_ONE}, "min-p 0.6"},
-    {5, {4, 0.8f, 0.3f, PASS_ONE}, "all three"},
-    {5, {4, 0.8f, 0.3f, PASS_SECOND}, "all three, second pass"},
-    {6, {3, 0.9f, 0.1f, PASS_CAP1}, "all three, cap 1"},
-    {7, {0, 0.55f, 0.0f, PASS_SECOND}, "top-p 0.55, second pass"},
+    {&CASES[0], {2, 1.0f, 0.0f, PASS_ONE}, "top-k 2"},
+    {&CASES[0], {0, 0.5f, 0.0f, PASS_ONE}, "top-p 0.5"},
+    {&CASES[1], {0, 1.0f, 0.6f, PASS_ONE}, "min-p 0.6"},
+    {&UNLIKELY_FIRST, {0, 1.0f, 0.2f, PASS_ONE}, "min-p 0.2"},
+    {&CASES[5], {4, 0.8f, 0.3f, PASS_ONE}, "all three"},
+    {&CASES[5], {4, 0.8f, 0.3f, PASS_SECOND}, "all three, second pass"},
+    {&CASES[6], {3, 0.9f, 0.1f, PASS_CAP1}, "all three, cap 1"},
+    {&CASES[7], {0, 0.55f, 0.0f, PASS_SECOND}, "top-p 0.55, second pass"},
 };
 
 static void test_tree_joint_law_filtered(void **state)
@@ -446,9 +452,9 @@ static void test_tree_joint_law_filtered(void **state)
     (void)state;
     assert_int_equal(sizeof FCASES / sizeof FCASES[0], NFILTERED);
     for (size_t i = 0; i < NFILTERED; ++i) {
-        const tcase *c = &CASES[FCASES[i].tree];
+        const tcase *c = FCASES[i].c;
         problem pb;
-        build(&pb, c, 3000 + (uint64_t)FCASES[i].tree);
+        build(&pb, c, 3000 + (uint64_t)(c - CASES));
         pb.f = &FCASES[i].f;
         /* the CPU second pass clears its histograms per level and row: fewer
            draws keep the run short, the law is tested all the same */
@@ -487,9 +493,9 @@ static void test_power_filtered(void **state)
                    {FS_FAULT_UNFILTERED_DRAW, "recovery from the unfiltered row"}};
     for (int fi = 0; fi < 2; ++fi)
         for (int ci = 0; ci < 2; ++ci) {
-            const fcase *fc = &FCASES[ci ? 3 : 0];
+            const fcase *fc = &FCASES[ci ? 4 : 0];
             problem pb;
-            build(&pb, &CASES[fc->tree], 3000 + (uint64_t)fc->tree);
+            build(&pb, fc->c, 3000 + (uint64_t)(fc->c - CASES));
             pb.f = &fc->f;
             pb.draws = DRAWS / 4; /* the wrong walks are far off */
             fst_chi2 r;
@@ -498,7 +504,7 @@ static void test_power_filtered(void **state)
                 fs_cpu_set_faults(faults[fi].fault);
                 double p = run(&pb, BY_LIBRARY, 3800 + (uint64_t)(fi * 2 + ci), &r, drop);
                 fs_cpu_set_faults(FS_FAULT_NONE);
-                snprintf(what, sizeof what, "%s, %s: %s%s", CASES[fc->tree].name, fc->what,
+                snprintf(what, sizeof what, "%s, %s: %s%s", fc->c->name, fc->what,
                          faults[fi].what, drop ? " (impossible dropped)" : "");
                 expect_reject(what, p, &r);
             }
