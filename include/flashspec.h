@@ -214,7 +214,9 @@ typedef struct fs_sampling {
  * costs.
  *
  * CPU and CUDA contexts.  A tensor-parallel CUDA context (several GPUs)
- * does not support the filters yet: FS_ERR_UNSUPPORTED before any work. */
+ * does not support the filters yet: FS_ERR_UNSUPPORTED before any work.
+ * Tree verify (fs_verify_tree) applies them at every row of the tree, on
+ * CPU contexts only for now (see there). */
 
 /* ---- sample: one token per row, exactly from softmax((l + b) / T) ------ */
 
@@ -348,9 +350,20 @@ FS_API fs_status fs_verify_logits(fs_context *ctx, const void *target_logits, fs
  * every other op (per-request failures only in out_row_status, FS_OK
  * returned).  A tensor-parallel context (fs_context_set_vocab_shard with a
  * communicator) is not supported yet: the call returns FS_ERR_UNSUPPORTED
- * and writes nothing.  The filter fields of fs_sampling (top_k, top_p,
- * min_p, out_filter_fallback) must be NULL here for now: set, the call
- * returns FS_ERR_UNSUPPORTED.
+ * and writes nothing.
+ *
+ * Filters (top_k, top_p, min_p, out_filter_fallback; see "Filters" above)
+ * apply at every row: p is the filtered target of that row, so a child
+ * outside the row's kept set F has p = 0 and is never accepted, the
+ * probabilities are renormalised over F, and the recovered or bonus token
+ * is drawn from F with every child's token removed.  The emitted tokens have
+ * the law of sampling token by token from the filtered target, and a chain
+ * emits fs_verify's tokens with the same filters and seeds.
+ * out_filter_fallback[r] counts request r's rows that took the second pass
+ * (0 .. n_r + 1).  Bad filter values fail the request with
+ * FS_ROW_BAD_FILTER, after the tree, token and temperature checks.  CPU
+ * contexts only for now: on a CUDA context any filter field makes the call
+ * return FS_ERR_UNSUPPORTED, writing nothing.
  */
 #define FS_TREE_MAX_CHILDREN 16
 
