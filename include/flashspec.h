@@ -213,15 +213,8 @@ typedef struct fs_sampling {
  * docs/DESIGN.md ("Sampling filters") has the algorithm and the measured
  * costs.
  *
- * CPU and CUDA contexts, tensor-parallel ones included (every rank gets the
- * same outputs as one GPU over the whole vocabulary: token ids, statuses
- * and fallback counts equal, logprobs within float rounding).  On a
- * tensor-parallel CUDA context a filtered call synchronises its stream once
- * -- it reads the number of rows handed to the second pass to the host, 8
- * bytes -- unless the stream is being captured: then it enqueues the second
- * pass's steps and all-reduces for every row whatever the count (more NCCL
- * traffic, nothing more to compute when no row needs it).  Capture every
- * rank's call or none. */
+ * Tree verify (fs_verify_tree) applies them at every row of the tree, on
+ * CPU contexts only for now (see there). */
 
 /* ---- sample: one token per row, exactly from softmax((l + b) / T) ------ */
 
@@ -356,9 +349,20 @@ FS_API fs_status fs_verify_logits(fs_context *ctx, const void *target_logits, fs
  * returned).  On a tensor-parallel context (fs_context_set_vocab_shard with
  * a communicator) every rank passes its shard of the head (or its logits'
  * columns) and the same trees, parameters and seeds, and every rank gets the
- * same outputs, equal to one GPU's over the whole vocabulary.  The filter fields of fs_sampling (top_k, top_p,
- * min_p, out_filter_fallback) must be NULL here for now: set, the call
- * returns FS_ERR_UNSUPPORTED.
+ * same outputs, equal to one GPU's over the whole vocabulary.
+ *
+ * Filters (top_k, top_p, min_p, out_filter_fallback; see "Filters" above)
+ * apply at every row: p is the filtered target of that row, so a child
+ * outside the row's kept set F has p = 0 and is never accepted, the
+ * probabilities are renormalised over F, and the recovered or bonus token
+ * is drawn from F with every child's token removed.  The emitted tokens have
+ * the law of sampling token by token from the filtered target, and a chain
+ * emits fs_verify's tokens with the same filters and seeds.
+ * out_filter_fallback[r] counts request r's rows that took the second pass
+ * (0 .. n_r + 1).  Bad filter values fail the request with
+ * FS_ROW_BAD_FILTER, after the tree, token and temperature checks.  CPU
+ * contexts only for now: on a CUDA context any filter field makes the call
+ * return FS_ERR_UNSUPPORTED, writing nothing.
  */
 #define FS_TREE_MAX_CHILDREN 16
 

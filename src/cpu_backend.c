@@ -32,6 +32,11 @@ int fs_cpu_set_vocab_shards(int n, const int64_t *cuts)
     return 0;
 }
 
+int fs_cpu_vocab_shards(void)
+{
+    return g_nshards;
+}
+
 void fs_cpu_set_tile_size(int64_t tile)
 {
     g_tile = tile > 0 ? tile : FS_CPU_DEFAULT_TILE;
@@ -170,10 +175,8 @@ static void finalize(const fs_op_args *a, const cpu_workspace *w)
     }
 }
 
-/* The parts the vocabulary is scanned in: a itself, or the shards of the
- * tensor-parallel emulation, each with its own vocab_offset / vocab_size and
- * its slice of the LM head (or of the logits' rows). */
-static int split_parts(const fs_op_args *a, fs_op_args *parts, fs_lm_head *heads)
+/* The parts the vocabulary is scanned in (cpu_scan.h). */
+int fs_cpu_vocab_parts(const fs_op_args *a, fs_op_args *parts, fs_lm_head *heads)
 {
     parts[0] = *a;
     if (g_nshards == 1 || g_cuts[g_nshards] != a->vocab_size)
@@ -243,7 +246,7 @@ fs_status fs_cpu_run(fs_context *ctx, const fs_op_args *a)
     fs_op_args parts[FS_CPU_MAX_SHARDS];
     fs_lm_head heads[FS_CPU_MAX_SHARDS];
     const fs_op_args *pp[FS_CPU_MAX_SHARDS];
-    int nparts = split_parts(a, parts, heads);
+    int nparts = fs_cpu_vocab_parts(a, parts, heads);
     for (int i = 0; i < nparts; ++i)
         pp[i] = &parts[i];
     if (nparts == 1)

@@ -139,38 +139,32 @@ static void run_select(const fs_op_args *const *shards, int nshards, int64_t row
     }
 }
 
-/* The draw pass: every block of every part pushed with the scores outside
- * the kept set at -inf, each part into its own record, merged in part order. */
-static void draw_pass(const fs_op_args *const *shards, int nshards, int64_t row,
-                      const fs_row_desc *d, const fs_filter_cut *cut, fs_record *kept)
+void fs_cpu_filter_draw(const fs_op_args *const *shards, int nshards, int64_t row,
+                        const fs_row_desc *d, const fs_filter_cut *cut,
+                        const fs_cpu_kept_sink *k)
 {
-    fs_record_init(kept);
     for (int i = 0; i < nshards; ++i) {
         const fs_op_args *a = shards[i];
-        fs_record part;
-        fs_record_init(&part);
+        k->part_init(k->ctx);
         for (int64_t v0 = 0; v0 < a->vocab_size; v0 += FS_NOISE_BLOCK) {
             float s[FS_NOISE_BLOCK];
             for (int t = 0; t < FS_NOISE_BLOCK; ++t) {
                 float x = v0 + t < a->vocab_size ? fs_cpu_score(a, d, row, v0 + t) : -INFINITY;
                 s[t] = fs_filter_keeps(cut, x) ? x : -INFINITY;
             }
-            fs_record_push_block(&part, d, (int32_t)(a->vocab_offset + v0), FS_NOISE_BLOCK, s);
+            k->part_push_block(k->ctx, (int32_t)(a->vocab_offset + v0), s);
         }
-        fs_record_merge(kept, &part);
+        k->part_merge(k->ctx);
     }
 }
 
-int fs_cpu_filter_row(const fs_op_args *const *shards, int nshards, int64_t row,
+int fs_cpu_filter_cut(const fs_op_args *const *shards, int nshards, int64_t row,
                       const fs_row_desc *d, const fs_filter_desc *fd, const fs_record *rec,
                       const fs_filter_record *frec, int force_second_pass, fs_filter_hist *hist,
-                      fs_record *kept)
+                      fs_filter_cut *cut)
 {
-    fs_filter_cut cut;
-    if (!force_second_pass && fs_filter_resolve(rec, frec, fd, &cut) == FS_FILTER_ONE_PASS) {
-        fs_filter_kept_record(frec, &cut, d, kept);
+    if (!force_second_pass && fs_filter_resolve(rec, frec, fd, cut) == FS_FILTER_ONE_PASS)
         return 0;
-    }
     const float m = rec->max_s;
     const int32_t k = fd->top_k > 0 && fd->top_k < frec->count ? fd->top_k : 0;
     float t_k = -INFINITY, z_k = rec->sum_exp;
@@ -188,11 +182,59 @@ int fs_cpu_filter_row(const fs_op_args *const *shards, int nshards, int64_t row,
         run_select(shards, nshards, row, d, m, t_k, &q, hist);
         t_p = q.threshold;
     }
-    cut.threshold = t_k > t_p ? t_k : t_p;
-    cut.max_s = m;
-    cut.log_min_p = fd->log_min_p;
-    draw_pass(shards, nshards, row, d, &cut, kept);
+    cut->threshold = t_k > t_p ? t_k : t_p;
+    cut->max_s = m;
+    cut->log_min_p = fd->log_min_p;
     return 1;
+}
+
+/* The draw pass's sink for a chain row: fs_records. */
+typedef struct plain_kept {
+    const fs_row_desc *d;
+    fs_record part;
+    fs_record *kept;
+} plain_kept;
+
+static void plain_part_init(void *ctx)
+{
+    fs_record_init(&((plain_kept *)ctx)->part);
+}
+
+static void plain_part_push(void *ctx, int32_t id0, const float *s)
+{
+    plain_kept *k = ctx;
+    fs_record_push_block(&k->part, k->d, id0, FS_NOISE_BLOCK, s);
+}
+
+static void plain_part_merge(void *ctx)
+{
+    plain_kept *k = ctx;
+    fs_record_merge(k->kept, &k->part);
+}
+
+int fs_cpu_filter_row(const fs_op_args *const *shards, int nshards, int64_t row,
+                      const fs_row_desc *d, const fs_filter_desc *fd, const fs_record *rec,
+                      const fs_filter_record *frec, int force_second_pass, fs_filter_hist *hist,
+                      fs_record *kept)
+{
+    fs_filter_cut cut;
+    if (!fs_cpu_filter_cut(shards, nshards, row, d, fd, rec, frec, force_second_pass, hist,
+                           &cut)) {
+        fs_filter_kept_record(frec, &cut, d, kept);
+        return 0;
+    }
+    plain_kept pk;
+    pk.d = d;
+    pk.kept = kept;
+    const fs_cpu_kept_sink k = {&pk, plain_part_init, plain_part_push, plain_part_merge};
+    fs_record_init(kept);
+    fs_cpu_filter_draw(shards, nshards, row, d, &cut, &k);
+    return 1;
+}
+
+int fs_cpu_filter_forced(void)
+{
+    return g_force_second_pass;
 }
 
 void fs_cpu_filter_finish(const fs_op_args *const *parts, int nparts, const fs_row_desc *descs,

@@ -61,4 +61,32 @@ int fs_cpu_filter_row(const fs_op_args *const *shards, int nshards, int64_t row,
                       const fs_filter_record *frec, int force_second_pass, fs_filter_hist *hist,
                       fs_record *kept);
 
+/* fs_cpu_filter_row in its two steps, for rows whose records are not
+ * fs_records (tree verify).  The kept set: resolved from the candidates
+ * (returns 0), or by the second pass's radix selects over the parts
+ * (returns 1; always when force_second_pass).  rec is the row's fs_record
+ * (log-sum-exp and max over every allowed token). */
+int fs_cpu_filter_cut(const fs_op_args *const *shards, int nshards, int64_t row,
+                      const fs_row_desc *d, const fs_filter_desc *fd, const fs_record *rec,
+                      const fs_filter_record *frec, int force_second_pass, fs_filter_hist *hist,
+                      fs_filter_cut *cut);
+
+/* Where the draw pass's blocks go: per part, a fresh record (part_init), its
+ * blocks pushed with the scores outside the kept set at -inf, then merged
+ * into the row's kept record (part_merge), in part order. */
+typedef struct fs_cpu_kept_sink {
+    void *ctx;
+    void (*part_init)(void *ctx);
+    void (*part_push_block)(void *ctx, int32_t id0, const float *s);
+    void (*part_merge)(void *ctx);
+} fs_cpu_kept_sink;
+
+/* The draw pass of a row whose kept set is *cut, over the parts in order. */
+void fs_cpu_filter_draw(const fs_op_args *const *shards, int nshards, int64_t row,
+                        const fs_row_desc *d, const fs_filter_cut *cut,
+                        const fs_cpu_kept_sink *k);
+
+/* Whether fs_cpu_set_filter_second_pass forces the second pass. */
+int fs_cpu_filter_forced(void);
+
 #endif

@@ -64,4 +64,11 @@ void fs_cpu_scan_filtered(const fs_op_args *a, const fs_row_desc *descs, int64_t
  * the mask disallows it), for passes that revisit a row. */
 float fs_cpu_score(const fs_op_args *a, const fs_row_desc *d, int64_t row, int64_t v);
 
+/* The parts the vocabulary of a is scanned in: a itself (returns 1), or
+ * under fs_cpu_set_vocab_shards (cpu_backend.h) the shards of the
+ * tensor-parallel emulation, each with its own vocab_offset / vocab_size and
+ * its slice of the LM head (heads[i]) or of the logits' rows.  parts and
+ * heads hold FS_CPU_MAX_SHARDS entries. */
+int fs_cpu_vocab_parts(const fs_op_args *a, fs_op_args *parts, fs_lm_head *heads);
+
 #endif

@@ -146,16 +146,11 @@ FS_HD int fs_filter_resolve(const fs_record *r, const fs_filter_record *f,
     return FS_FILTER_ONE_PASS;
 }
 
-/* The kept record of a resolved row: its kept candidates pushed block by
- * block, in ascending id order, through fs_record_push_block with every other
- * token of the block at -inf -- exactly what a scan of the row under the mask
- * "allowed and kept" computes, with the same noise (for a verify row the
- * excluded draft still counts in the log-sum-exp only). */
-FS_HD void fs_filter_kept_record(const fs_filter_record *f, const fs_filter_cut *c,
-                                 const fs_row_desc *d, fs_record *out)
+/* The kept candidates of a resolved row sorted by ascending id, into
+ * ids / ss (FS_FILTER_CANDIDATES entries each); returns how many. */
+FS_HD int fs_filter_kept_sorted(const fs_filter_record *f, const fs_filter_cut *c, int32_t *ids,
+                                float *ss)
 {
-    int32_t ids[FS_FILTER_CANDIDATES];
-    float ss[FS_FILTER_CANDIDATES];
     int m = 0;
     for (int i = 0; i < f->n; ++i) {
         if (!fs_filter_keeps(c, f->s[i]))
@@ -169,18 +164,45 @@ FS_HD void fs_filter_kept_record(const fs_filter_record *f, const fs_filter_cut 
         ids[j] = f->id[i];
         ss[j] = f->s[i];
     }
+    return m;
+}
+
+/* The next noise block of sorted kept candidates from *at: its scores in
+ * v[FS_NOISE_BLOCK] (-inf where no kept candidate is), *at moved past it;
+ * returns the block's first id.  Call while *at < m. */
+FS_HD int32_t fs_filter_kept_block(const int32_t *ids, const float *ss, int m, int *at, float *v)
+{
+    int i = *at;
+    const int32_t block = ids[i] / FS_NOISE_BLOCK;
+    for (int t = 0; t < FS_NOISE_BLOCK; ++t)
+        v[t] = -INFINITY;
+    while (i < m && ids[i] / FS_NOISE_BLOCK == block) {
+        v[ids[i] % FS_NOISE_BLOCK] = ss[i];
+        ++i;
+    }
+    *at = i;
+    return block * FS_NOISE_BLOCK;
+}
+
+/* The kept record of a resolved row: its kept candidates pushed block by
+ * block, in ascending id order, through fs_record_push_block with every other
+ * token of the block at -inf -- exactly what a scan of the row under the mask
+ * "allowed and kept" computes, with the same noise (for a verify row the
+ * excluded draft still counts in the log-sum-exp only).  Tree rows build
+ * theirs from the same blocks through fs_tree_record_push_block
+ * (tree_filter.h). */
+FS_HD void fs_filter_kept_record(const fs_filter_record *f, const fs_filter_cut *c,
+                                 const fs_row_desc *d, fs_record *out)
+{
+    int32_t ids[FS_FILTER_CANDIDATES];
+    float ss[FS_FILTER_CANDIDATES];
+    const int m = fs_filter_kept_sorted(f, c, ids, ss);
     fs_record_init(out);
     int i = 0;
     while (i < m) {
-        const int32_t block = ids[i] / FS_NOISE_BLOCK;
         float v[FS_NOISE_BLOCK];
-        for (int t = 0; t < FS_NOISE_BLOCK; ++t)
-            v[t] = -INFINITY;
-        while (i < m && ids[i] / FS_NOISE_BLOCK == block) {
-            v[ids[i] % FS_NOISE_BLOCK] = ss[i];
-            ++i;
-        }
-        fs_record_push_block(out, d, block * FS_NOISE_BLOCK, FS_NOISE_BLOCK, v);
+        const int32_t id0 = fs_filter_kept_block(ids, ss, m, &i, v);
+        fs_record_push_block(out, d, id0, FS_NOISE_BLOCK, v);
     }
 }
 

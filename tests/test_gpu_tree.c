@@ -586,6 +586,76 @@ static void test_bad_requests(void **state)
     }
 }
 
+/* The CUDA tree scan keeps no candidate lists yet: each filter field (even
+ * the fallback output alone) is refused with FS_ERR_UNSUPPORTED and a
+ * message, before anything is written; the CPU backend applies them. */
+static void test_filters_refused(void **state)
+{
+    (void)state;
+    const tcase c = {0, FS_DTYPE_F32, 1001, 33, SH_MIXED, 12, 1};
+    tprob pb;
+    make_problem(&c, 500, &pb);
+    const int64_t R = c.R, S = stride_of(&pb);
+    fs_context *gpu = gt_gpu_ctx();
+    tdev g;
+    upload(&pb, &g);
+    int32_t kk[12], *d_k, *fb;
+    float pp[12], *d_p;
+    for (int i = 0; i < 12; ++i) {
+        kk[i] = 5;
+        pp[i] = 0.9f;
+    }
+    d_k = gt_dup(kk, sizeof kk);
+    d_p = gt_dup(pp, sizeof pp);
+    fb = gt_dmalloc(sizeof(int32_t) * 12);
+    size_t bytes = 0;
+    GT_FS(gpu, fs_verify_tree_workspace_size(gpu, R, pb.tr.t.num_nodes, c.V, &bytes));
+    void *ws = gt_dmalloc(bytes);
+    int32_t *tok = gt_dmalloc(sizeof(int32_t) * (size_t)(R * S));
+    int32_t *nem = gt_dmalloc(sizeof(int32_t) * (size_t)R);
+    int32_t *st = gt_dmalloc(sizeof(int32_t) * (size_t)R);
+    for (int field = 0; field < 4; ++field) {
+        fs_sampling p = g.p;
+        if (field == 0)
+            p.top_k = d_k;
+        else if (field == 1)
+            p.top_p = d_p;
+        else if (field == 2)
+            p.min_p = d_p;
+        else
+            p.out_filter_fallback = fb;
+        GT_CUDA(cudaMemset(tok, 0x5A, sizeof(int32_t) * (size_t)(R * S)));
+        GT_CUDA(cudaMemset(nem, 0x5A, sizeof(int32_t) * (size_t)R));
+        GT_CUDA(cudaMemset(st, 0x5A, sizeof(int32_t) * (size_t)R));
+        GT_CUDA(cudaMemset(fb, 0x5A, sizeof(int32_t) * 12));
+        fs_status s = fs_verify_tree_logits(gpu, g.l, c.dt, c.V, &g.t, &p, ws, bytes, tok, NULL,
+                                            nem, NULL, st);
+        if (s != FS_ERR_UNSUPPORTED)
+            fail_msg("filter field %d: %s, expected FS_ERR_UNSUPPORTED", field,
+                     fs_status_string(s));
+        assert_non_null(strstr(fs_context_last_error(gpu), "tree verify"));
+        GT_CUDA(cudaDeviceSynchronize());
+        int32_t h[3][12];
+        gt_down(h[0], st, sizeof(int32_t) * 12);
+        gt_down(h[1], nem, sizeof(int32_t) * 12);
+        gt_down(h[2], fb, sizeof(int32_t) * 12);
+        const unsigned char *b = (const unsigned char *)h;
+        for (size_t i = 0; i < sizeof h; ++i)
+            if (b[i] != 0x5A)
+                fail_msg("filter field %d: an output was written (byte %zu)", field, i);
+    }
+    gt_dfree(ws);
+    gt_dfree(tok);
+    gt_dfree(nem);
+    gt_dfree(st);
+    gt_dfree(fb);
+    gt_dfree(d_k);
+    gt_dfree(d_p);
+    free_dev(&g);
+    fs_context_destroy(gpu);
+    free_problem(&pb);
+}
+
 /* Equal floats, or both NaN. */
 static int same_float(float a, float b)
 {
@@ -677,7 +747,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_logits),       cmocka_unit_test(test_fused),
         cmocka_unit_test(test_empty),        cmocka_unit_test(test_bad_requests),
-        cmocka_unit_test(test_chain_equals_verify),
+        cmocka_unit_test(test_chain_equals_verify), cmocka_unit_test(test_filters_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

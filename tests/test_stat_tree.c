@@ -14,7 +14,15 @@
  * keeps the rejected siblings -- the library with FS_FAULT_KEEP_SIBLINGS and
  * the oracle's REF_TREE_KEEP_SIBLINGS -- and one that accepts a later
  * sibling with its unrenormalised p(c_j) (REF_TREE_UNRENORMALISED), and
- * accept the exact oracle walk on the same data.  Fixed seeds. */
+ * accept the exact oracle walk on the same data.
+ *
+ * Filters: the same law with every row's p the filtered target (top-k ->
+ * top-p -> min-p on that row's scores, materialised in double by
+ * filter_ref.c), under each filter and all three together, in the one pass,
+ * with the second pass forced and with the candidate cap at 1 (the second
+ * pass reached naturally); power: the library testing children with their
+ * unfiltered p (FS_FAULT_UNFILTERED_PX) and recovering from the unfiltered
+ * row (FS_FAULT_UNFILTERED_DRAW) must be rejected.  Fixed seeds. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -33,8 +41,9 @@
 #include "stat_harness.h"
 #include "tree_test.h"
 
-enum { NTESTS = 8, DRAWS = 100000, CHUNK = 4096, MAXN = 8 };
+enum { NTESTS = 8, NFILTERED = 8, DRAWS = 100000, CHUNK = 4096, MAXN = 8 };
 #define ALPHA (0.001 / NTESTS)
+#define ALPHA_FILTERED (0.001 / NFILTERED)
 #define REJECT 1e-6
 
 /* A tree and its target rows, given by probabilities: node i carries token
@@ -54,8 +63,18 @@ typedef struct tcase {
     int extra_mask; /* also mask ~25% of the tokens that are no child's */
 } tcase;
 
+/* Filters on every row of every request, and how the library resolves them. */
+enum { PASS_ONE = 0, PASS_SECOND = 1, PASS_CAP1 = 2 };
+typedef struct tfilt {
+    int32_t top_k;
+    float top_p, min_p;
+    int pass;
+} tfilt;
+
 typedef struct problem {
     const tcase *c;
+    const tfilt *f; /* NULL: no filters */
+    int64_t draws;  /* requests drawn (build: DRAWS) */
     int64_t V, n, W;
     float rows[(MAXN + 1) * 64];
     uint32_t allowed[(MAXN + 1) * 2];
@@ -75,6 +94,7 @@ static void build(problem *pb, const tcase *c, uint64_t seed)
 {
     memset(pb, 0, sizeof *pb);
     pb->c = c;
+    pb->draws = DRAWS;
     pb->V = c->V;
     pb->n = c->n;
     pb->W = fst_mask_words(c->V);
@@ -129,7 +149,15 @@ static void expected(const problem *pb, double *prob)
     double reach[MAXN + 1], p[64];
     reach[0] = 1.0;
     for (int64_t a = -1; a < c->n; ++a) {
-        stat_softmax(pb->rows + (a + 1) * V, NULL, pb->allowed + (a + 1) * pb->W, V, c->T, p);
+        const float *l = pb->rows + (a + 1) * V;
+        const uint32_t *al = pb->allowed + (a + 1) * pb->W;
+        if (pb->f) {
+            if (!stat_softmax_filtered(l, NULL, al, V, c->T, pb->f->top_k, pb->f->top_p,
+                                       pb->f->min_p, p))
+                fail_msg("%s: a filter decision at a near-tie: move the parameters", c->name);
+        } else {
+            stat_softmax(l, NULL, al, V, c->T, p);
+        }
         for (int64_t t = 0; t < V; ++t)
             prob[(a + 1) * V + t] = is_child_token(c, a, (int32_t)t) ? 0.0 : reach[a + 1] * p[t];
         for (int64_t i = a + 1; i < c->n; ++i) {
@@ -179,6 +207,8 @@ static uint64_t draw(const problem *pb, int how, uint64_t seed, uint64_t *counts
     int32_t *pa = malloc(sizeof(int32_t) * (size_t)(CHUNK * n + 1));
     int32_t *offs = malloc(sizeof(int32_t) * (CHUNK + 1));
     float *T = malloc(sizeof(float) * CHUNK);
+    int32_t *fk = malloc(sizeof(int32_t) * CHUNK);
+    float *fp = malloc(sizeof(float) * CHUNK), *fm = malloc(sizeof(float) * CHUNK);
     uint64_t *sd = malloc(sizeof(uint64_t) * CHUNK), *of = malloc(sizeof(uint64_t) * CHUNK);
     int32_t *tok = malloc(sizeof(int32_t) * (size_t)(CHUNK * S));
     int32_t *path = malloc(sizeof(int32_t) * (size_t)(CHUNK * n + 1));
@@ -192,6 +222,9 @@ static uint64_t draw(const problem *pb, int how, uint64_t seed, uint64_t *counts
         memcpy(pa + i * n, c->par, sizeof(int32_t) * (size_t)n);
         offs[i] = (int32_t)(i * n);
         T[i] = c->T;
+        fk[i] = pb->f ? pb->f->top_k : 0;
+        fp[i] = pb->f ? pb->f->top_p : 1.0f;
+        fm[i] = pb->f ? pb->f->min_p : 0.0f;
     }
     for (int64_t i = 0; i < CHUNK * per * V; ++i)
         ref[i] = lg[i];
@@ -199,8 +232,12 @@ static uint64_t draw(const problem *pb, int how, uint64_t seed, uint64_t *counts
     fs_context *ctx = fst_cpu_ctx();
     uint64_t malformed = 0;
     fs_cpu_set_tile_size(c->tile);
-    for (int64_t done = 0; done < DRAWS; done += CHUNK) {
-        int64_t m = DRAWS - done < CHUNK ? DRAWS - done : CHUNK;
+    if (pb->f) {
+        fs_cpu_set_filter_second_pass(pb->f->pass == PASS_SECOND);
+        fs_cpu_set_filter_candidates(pb->f->pass == PASS_CAP1 ? 1 : 0);
+    }
+    for (int64_t done = 0; done < pb->draws; done += CHUNK) {
+        int64_t m = pb->draws - done < CHUNK ? pb->draws - done : CHUNK;
         for (int64_t i = 0; i < m; ++i) {
             sd[i] = stat_seed(seed, done + i);
             of[i] = stat_offset(seed, done + i);
@@ -208,19 +245,30 @@ static uint64_t draw(const problem *pb, int how, uint64_t seed, uint64_t *counts
         /* offs[i] = i * n: any prefix is a layout */
         fs_draft_tree t = {m, m * n, n, FS_TREE_MAX_CHILDREN, tk, pa, offs};
         fs_sampling p = {T, sd, of, NULL, al};
+        if (pb->f) {
+            p.top_k = fk;
+            p.top_p = fp;
+            p.min_p = fm;
+        }
         if (how == BY_LIBRARY) {
             fs_status s = fstt_verify_tree_logits(ctx, lg, FS_DTYPE_F32, V, &t, &p, tok, path,
                                                   nem, lp, st);
             if (s != FS_OK)
                 fail_msg("%s: %s (%s)", c->name, fs_status_string(s), fs_context_last_error(ctx));
         } else {
+            assert_null(pb->f); /* the oracle's filtered walk is test_tree_oracle's */
             ref_verify_tree(ref, V, &t, &p, (unsigned)how, tok, path, nem, rlp, st, NULL);
         }
         for (int64_t i = 0; i < m; ++i)
             malformed += !tally(pb, tok + i * S, path + i * n, nem[i], counts);
     }
     fs_cpu_set_tile_size(0);
+    fs_cpu_set_filter_second_pass(0);
+    fs_cpu_set_filter_candidates(0);
     fs_context_destroy(ctx);
+    free(fk);
+    free(fp);
+    free(fm);
     free(lg);
     free(ref);
     free(al);
@@ -370,12 +418,107 @@ static void test_power_subtle(void **state)
                   run(&pb, REF_TREE_UNRENORMALISED, 3603, &r, 0), &r);
 }
 
+/* ---- filters ------------------------------------------------------------ */
+
+typedef struct fcase {
+    const tcase *c;
+    tfilt f;
+    const char *what;
+} fcase;
+
+/* The first child tried is cut (0.05 < 0.2 x 0.3) while other tokens stay
+   in F: a walk that tests it on its unfiltered score accepts it. */
+static const tcase UNLIKELY_FIRST = {"unlikely first child", 13, 3, 1.0f, {-1, -1, -1},
+                                     {3, 7, 11}, {0.05, 0.3, 0.2}, 0, 0, 0};
+
+/* Each filter cuts children somewhere: "three leaves" has children of 0.35,
+   0.25 and 0.2 at the root (top-k 2 and top-p 0.5 cut the third, and the
+   other tokens); the other trees' rows are cut by min-p (node 1's children
+   of 0.5 and 0.2: the second is cut) and the three together at several
+   depths. */
+static const fcase FCASES[] = {
+    {&CASES[0], {2, 1.0f, 0.0f, PASS_ONE}, "top-k 2"},
+    {&CASES[0], {0, 0.5f, 0.0f, PASS_ONE}, "top-p 0.5"},
+    {&CASES[1], {0, 1.0f, 0.6f, PASS_ONE}, "min-p 0.6"},
+    {&UNLIKELY_FIRST, {0, 1.0f, 0.2f, PASS_ONE}, "min-p 0.2"},
+    {&CASES[5], {4, 0.8f, 0.3f, PASS_ONE}, "all three"},
+    {&CASES[5], {4, 0.8f, 0.3f, PASS_SECOND}, "all three, second pass"},
+    {&CASES[6], {3, 0.9f, 0.1f, PASS_CAP1}, "all three, cap 1"},
+    {&CASES[7], {0, 0.55f, 0.0f, PASS_SECOND}, "top-p 0.55, second pass"},
+};
+
+static void test_tree_joint_law_filtered(void **state)
+{
+    (void)state;
+    assert_int_equal(sizeof FCASES / sizeof FCASES[0], NFILTERED);
+    for (size_t i = 0; i < NFILTERED; ++i) {
+        const tcase *c = FCASES[i].c;
+        problem pb;
+        build(&pb, c, 3000 + (uint64_t)(c - CASES));
+        pb.f = &FCASES[i].f;
+        /* the CPU second pass clears its histograms per level and row: fewer
+           draws keep the run short, the law is tested all the same */
+        if (pb.f->pass != PASS_ONE)
+            pb.draws = DRAWS / 4;
+        fst_chi2 r;
+        double t0 = fst_now();
+        double p = run(&pb, BY_LIBRARY, 3700 + i, &r, 0);
+        print_message("%-22s %-24s chi2 %8.2f df %3d p %.4f (%.2fs)\n", c->name, FCASES[i].what,
+                      r.stat, r.df, p, fst_now() - t0);
+        if (r.impossible)
+            fail_msg("%s, %s: %llu draws in zero-probability cells", c->name, FCASES[i].what,
+                     (unsigned long long)r.impossible);
+        if (!(p > ALPHA_FILTERED))
+            fail_msg("%s, %s: p = %.3g <= %.3g (chi2 %.1f, df %d, worst cell node %lld token "
+                     "%lld z %.1f)",
+                     c->name, FCASES[i].what, p, ALPHA_FILTERED, r.stat, r.df,
+                     (long long)(r.worst_cell >= 0 ? r.worst_cell / c->V - 1 : -2),
+                     (long long)(r.worst_cell >= 0 ? r.worst_cell % c->V : -1), r.worst_z);
+    }
+}
+
+/* A walk on the unfiltered p for the children, or recovering from the
+   unfiltered row, is rejected -- on the six children with all three filters
+   also once its impossible draws (a cut child accepted, a cut token
+   emitted) are dropped.  (On "three leaves" with top-k 2 the possible cells
+   of the unfiltered-p walk keep the right proportions, so there only the
+   impossible draws give it away.) */
+static void test_power_filtered(void **state)
+{
+    (void)state;
+    static const struct {
+        uint32_t fault;
+        const char *what;
+    } faults[2] = {{FS_FAULT_UNFILTERED_PX, "children tested with the unfiltered p"},
+                   {FS_FAULT_UNFILTERED_DRAW, "recovery from the unfiltered row"}};
+    for (int fi = 0; fi < 2; ++fi)
+        for (int ci = 0; ci < 2; ++ci) {
+            const fcase *fc = &FCASES[ci ? 4 : 0];
+            problem pb;
+            build(&pb, fc->c, 3000 + (uint64_t)(fc->c - CASES));
+            pb.f = &fc->f;
+            pb.draws = DRAWS / 4; /* the wrong walks are far off */
+            fst_chi2 r;
+            char what[160];
+            for (int drop = 0; drop <= ci; ++drop) {
+                fs_cpu_set_faults(faults[fi].fault);
+                double p = run(&pb, BY_LIBRARY, 3800 + (uint64_t)(fi * 2 + ci), &r, drop);
+                fs_cpu_set_faults(FS_FAULT_NONE);
+                snprintf(what, sizeof what, "%s, %s: %s%s", fc->c->name, fc->what,
+                         faults[fi].what, drop ? " (impossible dropped)" : "");
+                expect_reject(what, p, &r);
+            }
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_tree_joint_law, fst_reset_hooks),
         cmocka_unit_test_setup(test_power, fst_reset_hooks),
         cmocka_unit_test_setup(test_power_subtle, fst_reset_hooks),
+        cmocka_unit_test_setup(test_tree_joint_law_filtered, fst_reset_hooks),
+        cmocka_unit_test_setup(test_power_filtered, fst_reset_hooks),
     };
     return cmocka_run_group_tests_name("stat_tree", tests, NULL, NULL);
 }

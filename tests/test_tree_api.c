@@ -3,8 +3,9 @@
  * the refusal of a tensor-parallel context, and per-request errors on the
  * CPU context: bad trees (cycles, a parent after its child, parents out of range, too
  * many children, too deep), bad tokens and temperatures, non-finite and
- * all-masked rows, malformed node offsets -- each gets its fs_row_status and
- * sentinels, and every other request is exactly as in a run without it. */
+ * all-masked rows, malformed node offsets, bad top_k / top_p / min_p -- each
+ * gets its fs_row_status and sentinels, and every other request is exactly
+ * as in a run without it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -31,6 +32,8 @@ typedef struct treq {
     uint32_t allowed[MAXN + 1];
     float T;
     uint64_t seed, off;
+    int32_t top_k;
+    float top_p, min_p;
 } treq;
 
 typedef struct tprob {
@@ -38,6 +41,7 @@ typedef struct tprob {
     treq q[MAXR];
     int64_t max_depth, max_children;
     int use_mask;
+    int use_filters; /* pass top_k / top_p / min_p / out_filter_fallback */
 } tprob;
 
 /* The flattened arrays of a call, without request `skip` (-1: all). */
@@ -48,6 +52,8 @@ typedef struct tflat {
     uint32_t allowed[MAXR * (MAXN + 1)];
     float T[MAXR];
     uint64_t seed[MAXR], off[MAXR];
+    int32_t top_k[MAXR];
+    float top_p[MAXR], min_p[MAXR];
     fs_draft_tree tree;
     fs_sampling p;
 } tflat;
@@ -68,6 +74,9 @@ static void flatten(const tprob *pb, int skip, tflat *f)
         f->T[r] = q->T;
         f->seed[r] = q->seed;
         f->off[r] = q->off;
+        f->top_k[r] = q->top_k;
+        f->top_p[r] = q->top_p;
+        f->min_p[r] = q->min_p;
         node += q->n;
         row += q->n + 1;
         ++r;
@@ -78,6 +87,11 @@ static void flatten(const tprob *pb, int skip, tflat *f)
     fs_draft_tree t = {r, node, pb->max_depth, pb->max_children, f->tok, f->par, f->offsets};
     f->tree = t;
     fs_sampling p = {f->T, f->seed, f->off, NULL, pb->use_mask ? f->allowed : NULL};
+    if (pb->use_filters) {
+        p.top_k = f->top_k;
+        p.top_p = f->top_p;
+        p.min_p = f->min_p;
+    }
     f->p = p;
 }
 
@@ -108,11 +122,15 @@ static void tprob_init(tprob *pb, uint64_t seed)
         q->T = i == 1 ? 0.0f : 1.0f;
         q->seed = fst_next(&g);
         q->off = (uint64_t)i;
+        /* filters that cut, used when use_filters is set */
+        q->top_k = 3 + i;
+        q->top_p = 0.9f;
+        q->min_p = 0.02f;
     }
 }
 
 typedef struct trun {
-    int32_t tok[MAXR * S], path[MAXR * MAXD], nem[MAXR], st[MAXR];
+    int32_t tok[MAXR * S], path[MAXR * MAXD], nem[MAXR], st[MAXR], fb[MAXR];
     float lp[MAXR * S];
     fs_status s;
     char err[512];
@@ -124,6 +142,8 @@ static void trun_call(const tprob *pb, int skip, trun *o)
     flatten(pb, skip, &f);
     fs_context *ctx = fst_cpu_ctx();
     memset(o, 0xA5, sizeof *o);
+    if (pb->use_filters)
+        f.p.out_filter_fallback = o->fb;
     o->s = fstt_verify_tree_logits(ctx, f.logits, FS_DTYPE_F32, V, &f.tree, &f.p, o->tok,
                                    o->path, o->nem, o->lp, o->st);
     snprintf(o->err, sizeof o->err, "%s", fs_context_last_error(ctx));
@@ -154,6 +174,8 @@ static void check_bad_request(const tprob *pb, int k, int32_t expect, const char
     for (int64_t j = 0; j < P; ++j)
         if (bad.path[k * P + j] != -1)
             fail_msg("%s: path sentinel [%lld] = %d", what, (long long)j, bad.path[k * P + j]);
+    if (pb->use_filters && bad.fb[k] != 0)
+        fail_msg("%s: bad request's out_filter_fallback %d", what, bad.fb[k]);
     trun_call(pb, k, &good);
     if (good.s != FS_OK)
         fail_msg("%s: the run without request %d failed: %s", what, k, good.err);
@@ -163,7 +185,8 @@ static void check_bad_request(const tprob *pb, int k, int32_t expect, const char
         if (bad.st[i] != FS_ROW_OK || bad.nem[i] != good.nem[j] ||
             memcmp(bad.tok + i * St, good.tok + j * St, sizeof(int32_t) * (size_t)St) ||
             memcmp(bad.path + i * P, good.path + j * P, sizeof(int32_t) * (size_t)P) ||
-            memcmp(bad.lp + i * St, good.lp + j * St, sizeof(float) * (size_t)bad.nem[i]))
+            memcmp(bad.lp + i * St, good.lp + j * St, sizeof(float) * (size_t)bad.nem[i]) ||
+            (pb->use_filters && bad.fb[i] != good.fb[j]))
             fail_msg("%s: request %d changed by bad request %d", what, i, k);
         ++j;
     }
@@ -244,6 +267,69 @@ static void test_bad_trees(void **state)
         pb.use_mask = 1;
         pb.q[0].allowed[j] = 0;
         check_bad_request(&pb, 0, FS_ROW_ALL_MASKED, "all-masked row");
+    }
+}
+
+/* Filters on every request (they cut); one request's bad top_k, top_p or
+ * min_p fails it alone with FS_ROW_BAD_FILTER, whatever its temperature,
+ * after the tree, token and temperature checks and before the scan's. */
+static void test_bad_filters(void **state)
+{
+    (void)state;
+    tprob pb;
+    char what[128];
+    static const struct {
+        int field; /* 0 top_k, 1 top_p, 2 min_p */
+        float value;
+    } bad[] = {{0, -1.0f}, {1, 0.0f}, {1, 1.5f}, {1, NAN}, {2, 1.0f}, {2, -0.1f}, {2, NAN}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i)
+        for (int k = 0; k < 5; ++k) { /* request 1 is greedy and has no nodes */
+            tprob_init(&pb, 100 + i * 5 + (uint64_t)k);
+            pb.use_filters = 1;
+            treq *q = &pb.q[k];
+            if (bad[i].field == 0)
+                q->top_k = (int32_t)bad[i].value;
+            else if (bad[i].field == 1)
+                q->top_p = bad[i].value;
+            else
+                q->min_p = bad[i].value;
+            snprintf(what, sizeof what, "%s = %g", bad[i].field == 0   ? "top_k"
+                                                   : bad[i].field == 1 ? "top_p"
+                                                                       : "min_p",
+                     bad[i].value);
+            check_bad_request(&pb, k, FS_ROW_BAD_FILTER, what);
+        }
+    /* the order of the checks */
+    tprob_init(&pb, 140);
+    pb.use_filters = 1;
+    pb.q[0].top_k = -3;
+    pb.q[0].par[3] = 3;
+    check_bad_request(&pb, 0, FS_ROW_BAD_TREE, "bad tree and bad top_k");
+    tprob_init(&pb, 141);
+    pb.use_filters = 1;
+    pb.q[3].top_p = 2.0f;
+    pb.q[3].tok[1] = V;
+    check_bad_request(&pb, 3, FS_ROW_BAD_DRAFT, "bad token and bad top_p");
+    tprob_init(&pb, 142);
+    pb.use_filters = 1;
+    pb.q[2].min_p = 1.0f;
+    pb.q[2].T = NAN;
+    check_bad_request(&pb, 2, FS_ROW_BAD_TEMPERATURE, "bad temperature and bad min_p");
+    tprob_init(&pb, 143);
+    pb.use_filters = 1;
+    pb.q[0].min_p = -1.0f;
+    pb.q[0].rows[2][5] = NAN;
+    check_bad_request(&pb, 0, FS_ROW_BAD_FILTER, "bad min_p and a non-finite logit");
+    /* and the good filters alone leave every request OK, with the fallback
+       counts written */
+    trun o;
+    tprob_init(&pb, 144);
+    pb.use_filters = 1;
+    trun_call(&pb, -1, &o);
+    assert_int_equal(o.s, FS_OK);
+    for (int k = 0; k < pb.R; ++k) {
+        assert_int_equal(o.st[k], FS_ROW_OK);
+        assert_true(o.fb[k] >= 0 && o.fb[k] <= pb.q[k].n + 1);
     }
 }
 
@@ -392,14 +478,6 @@ static void test_validation(void **state)
         REFUSE(pp, NULL, FS_ERR_NULL_POINTER);
         REFUSE(p.temperature, NULL, FS_ERR_NULL_POINTER);
         REFUSE(p.seed, NULL, FS_ERR_NULL_POINTER);
-        /* filters are refused, not ignored, until the tree scan applies them */
-        static const int32_t no_k[1024];
-        static const float no_p[1024];
-        static int32_t fallback[1024];
-        REFUSE(p.top_k, no_k, FS_ERR_UNSUPPORTED);
-        REFUSE(p.top_p, no_p, FS_ERR_UNSUPPORTED);
-        REFUSE(p.min_p, no_p, FS_ERR_UNSUPPORTED);
-        REFUSE(p.out_filter_fallback, fallback, FS_ERR_UNSUPPORTED);
         REFUSE(tree.node_offsets, NULL, FS_ERR_NULL_POINTER);
         REFUSE(tree.tokens, NULL, FS_ERR_NULL_POINTER);
         REFUSE(tree.parents, NULL, FS_ERR_NULL_POINTER);
@@ -512,6 +590,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_bad_trees, fst_reset_hooks),
+        cmocka_unit_test_setup(test_bad_filters, fst_reset_hooks),
         cmocka_unit_test_setup(test_bad_offsets, fst_reset_hooks),
         cmocka_unit_test_setup(test_validation, fst_reset_hooks),
         cmocka_unit_test_setup(test_workspace_query, fst_reset_hooks),

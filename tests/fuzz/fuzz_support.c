@@ -1338,13 +1338,16 @@ static fs_status invoke_tree(const void *call)
 int fz_tree_run(const fz_tree_call *t, size_t need, fs_status *status)
 {
     const fz_call *c = &t->c;
+    /* the filters' fallback counts: one per request, as allocated */
+    int32_t *fb = c->params_v.out_filter_fallback;
     const fz_out outs[] = {{c->tok, sizeof(int32_t) * c->tok_n},
                            {c->vals, sizeof(float) * c->vals_n},
                            {c->nem, sizeof(int32_t) * c->nem_n},
                            {c->st, sizeof(int32_t) * c->st_n},
-                           {t->path, sizeof(int32_t) * t->path_n}};
+                           {t->path, sizeof(int32_t) * t->path_n},
+                           {fb, fb ? sizeof(int32_t) * c->st_n : 0}};
     return fz_run_outputs("tree verify", c->ctx, fz_tree_host_expect(t, need), invoke_tree, t,
-                          outs, 5, c->st, c->st_n, FS_ROW_BAD_TREE, status);
+                          outs, 6, c->st, c->st_n, FS_ROW_BAD_FILTER, status);
 }
 
 void fz_tree_check_rerun(const fz_tree_call *t, int64_t tile)

@@ -19,7 +19,17 @@
  * range, allowed, of finite score and, when the last accepted node has
  * children, differs from every child's token; -1 padding; at T <
  * FS_MIN_TEMPERATURE the exact greedy walk; logprobs against a double
- * reference; the same outputs with another scan tile. */
+ * reference; the same outputs with another scan tile.
+ *
+ * Filters (chosen by an input byte, as fuzz_filters generates them: each
+ * array present or not, good, edge and bad values), under a candidate cap
+ * and a forced second pass also chosen by the input: a request with bad
+ * filters fails FS_ROW_BAD_FILTER after the temperature check; in a good
+ * filtered request every emitted token -- accepted children included -- is
+ * in its row's kept set, with its logprob under the filtered law;
+ * out_filter_fallback is in [0, n_r + 1], 0 for bad, greedy and unfiltered
+ * requests, n_r + 1 for a filtered one under the forced second pass; the
+ * rerun with another tile is compared where no kept set has a near-tie. */
 #include "cpu_backend.h"
 #include "fuzz_support.h"
 
@@ -155,7 +165,12 @@ static void gen_tree(fz_in *in, fz_problem *p, tprob *t)
     }
 }
 
-static void check_request(const fz_problem *p, const tprob *t, const fz_tree_call *tc, int64_t r)
+/* Set when some filtered row's kept set has a float near-tie at its edge
+   (there another tile may round a mass across it). */
+static int g_near_kept;
+
+static void check_request(const fz_problem *p, const tprob *t, const fz_tree_call *tc, int64_t r,
+                          int force)
 {
     const fz_call *c = &tc->c;
     const int64_t S = t->max_depth + 1, V = p->V;
@@ -183,6 +198,23 @@ static void check_request(const fz_problem *p, const tprob *t, const fz_tree_cal
                 pre = FS_ROW_BAD_DRAFT;
         if (pre == FS_ROW_OK)
             pre = fz_temperature_status(T);
+        if (pre == FS_ROW_OK)
+            pre = fz_filter_status(p, r);
+    }
+    /* the filters' fallback counts */
+    const int32_t *fb = c->params_v.out_filter_fallback;
+    const int filtered = pre == FS_ROW_OK && !fz_is_greedy(T) && fz_filter_on(p, r);
+    if (fb) {
+        FZ_CHECK(fb[r] >= 0 && fb[r] <= n + 1,
+                 "tree request %lld: out_filter_fallback %d outside [0, %lld]", (long long)r,
+                 fb[r], (long long)(n + 1));
+        if (!filtered)
+            FZ_CHECK(fb[r] == 0, "tree request %lld: out_filter_fallback %d, no row filters",
+                     (long long)r, fb[r]);
+        else if (force && st == FS_ROW_OK)
+            FZ_CHECK(fb[r] == n + 1,
+                     "tree request %lld: second pass forced, out_filter_fallback %d of %lld rows",
+                     (long long)r, fb[r], (long long)(n + 1));
     }
     if (pre != FS_ROW_OK) {
         want = 1u << pre;
@@ -217,8 +249,20 @@ static void check_request(const fz_problem *p, const tprob *t, const fz_tree_cal
     for (int64_t k = 0; k < e; ++k) {
         const int64_t row = begin + 1 + node;
         fz_check_token(p, row, out[k], inv, "tree request", r);
+        fz_rowref ref = refs[node + 1];
+        if (filtered && ref.exact) {
+            /* the token (an accepted child's or the last) is in the row's kept
+               set; its logprob is under the filtered law */
+            fz_kept kept;
+            fz_kept_ref(p, row, inv, r, &kept);
+            fz_check_kept(p, row, out[k], inv, &kept, "tree request", r);
+            ref.exact = kept.lo == kept.hi;
+            ref.lse = kept.lse;
+        } else if (filtered) {
+            ref.exact = 0; /* filtered but not exactly known: range only */
+        }
         if (lp)
-            fz_check_logprob(p, row, out[k], inv, &refs[node + 1], lp[k], "tree request", r);
+            fz_check_logprob(p, row, out[k], inv, &ref, lp[k], "tree request", r);
         if (k < e - 1) {
             const int64_t child = first_child(par, tok, n, node, out[k]);
             FZ_CHECK(child >= 0,
@@ -236,6 +280,15 @@ static void check_request(const fz_problem *p, const tprob *t, const fz_tree_cal
                          "node %lld (tried and rejected)", (long long)r, out[k], (long long)i,
                          (long long)node);
         }
+    }
+    for (int64_t j = 0; filtered && j <= n; ++j) {
+        fz_kept kept;
+        if (!refs[j].exact) {
+            g_near_kept = 1;
+            continue;
+        }
+        fz_kept_ref(p, begin + j, inv, r, &kept);
+        g_near_kept |= kept.lo != kept.hi;
     }
     for (int64_t k = e; k < S; ++k)
         FZ_CHECK(out[k] == -1 && (!lp || lp[k] != lp[k]),
@@ -278,6 +331,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const int64_t tile = fz_gen_tile(&in, p.V), tile2 = fz_gen_tile(&in, p.V);
     const uint8_t outs = fz_u8(&in);
     const int with_lp = !(outs & 1), with_path = !(outs & 2);
+    /* filters (bit 2 of the same byte clear: the all-zero input filters),
+       the candidate cap and the forced second pass */
+    static const int caps[] = {0, 1, 2, 3, 4, 7, 8, 16, 63};
+    const int filters = !(outs & 4);
+    int cap = 0, force = 0;
+    if (filters) {
+        fz_gen_filters(&in, &p, t.R);
+        cap = FZ_PICK(&in, caps);
+        force = fz_u8(&in) & 1;
+    }
     fz_tree_check_workspace_query(&in, t.R, t.num_nodes, p.V);
 
     fs_draft_tree tree = {t.R, t.num_nodes, t.max_depth, t.max_children,
@@ -287,12 +350,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fz_tree_call_init(&tc, &p, &tree, with_lp, with_path, &need);
     fz_tree_corrupt(&in, &tc, need);
     fs_cpu_set_tile_size(tile);
+    fs_cpu_set_filter_candidates(cap);
+    fs_cpu_set_filter_second_pass(force);
     fs_status s;
+    g_near_kept = 0;
     if (fz_tree_run(&tc, need, &s)) {
         for (int64_t r = 0; r < t.R; ++r)
-            check_request(&p, &t, &tc, r);
-        fz_tree_check_rerun(&tc, tile2);
+            check_request(&p, &t, &tc, r, force);
+        if (!g_near_kept)
+            fz_tree_check_rerun(&tc, tile2);
     }
+    fs_cpu_set_filter_candidates(0);
+    fs_cpu_set_filter_second_pass(0);
     fz_end();
     return 0;
 }

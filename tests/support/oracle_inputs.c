@@ -134,6 +134,34 @@ void fst_free_params(fst_params *pp)
     free(pp->fallback);
 }
 
+void fst_params_add_filters(fst_params *pp, int64_t requests, int64_t V, uint64_t seed,
+                            unsigned arrays)
+{
+    /* k: negatives stand for V - 1 and V */
+    static const int32_t ks[] = {1, 2, 3, 5, 17, 40, 64, 65, 100, -1, -2};
+    static const float ps[] = {0.95f, 0.9f, 0.8f, 0.5f, 0.2f, 1e-6f, 0.999f, 1.0f};
+    static const float mps[] = {0.01f, 0.05f, 0.1f, 0.3f, 0.9f, 1e-30f, 0.0f};
+    pp->top_k = malloc(sizeof(int32_t) * (size_t)requests);
+    pp->top_p = malloc(sizeof(float) * (size_t)requests);
+    pp->min_p = malloc(sizeof(float) * (size_t)requests);
+    pp->fallback = malloc(sizeof(int32_t) * (size_t)requests);
+    fst_rng r;
+    fst_rng_seed(&r, seed ^ 0xF11AD5ull);
+    for (int64_t i = 0; i < requests; ++i) {
+        int32_t k = ks[fst_randint(&r, sizeof ks / sizeof ks[0])];
+        pp->top_k[i] = fst_unif(&r) < 0.6 ? (k == -1 ? (int32_t)(V - 1) : k == -2 ? (int32_t)V : k)
+                                          : 0;
+        pp->top_p[i] = fst_unif(&r) < 0.6 ? ps[fst_randint(&r, sizeof ps / sizeof ps[0])] : 1.0f;
+        pp->min_p[i] =
+            fst_unif(&r) < 0.6 ? mps[fst_randint(&r, sizeof mps / sizeof mps[0])] : 0.0f;
+        pp->fallback[i] = -7;
+    }
+    pp->p.top_k = arrays & FST_ARR_K ? pp->top_k : NULL;
+    pp->p.top_p = arrays & FST_ARR_P ? pp->top_p : NULL;
+    pp->p.min_p = arrays & FST_ARR_MINP ? pp->min_p : NULL;
+    pp->p.out_filter_fallback = pp->fallback;
+}
+
 /* ---- ragged drafts ------------------------------------------------------ */
 
 int64_t fst_drafts_layout(fst_drafts_buf *db, int64_t R, int64_t maxd, fst_rng *r,

@@ -79,6 +79,14 @@ void fst_params_finish(fst_params *pp, int64_t rows, int64_t V, int bias, int ma
 void fst_make_params(fst_params *pp, int64_t requests, int64_t rows, int64_t V, int bias,
                      int mask, uint64_t seed);
 void fst_free_params(fst_params *pp);
+/* Filter arrays for `requests` requests (allocated here), random from seed:
+ * each filter on with probability 0.6, values from menus that cut little
+ * and much (k from 1 to past 64, V - 1, V; p from 1e-6 to 0.999; min_p
+ * from 1e-30 to 0.9), and p pointed at those whose bit is set in arrays
+ * (FST_ARR_*) and at the fallback output (filled with -7). */
+enum { FST_ARR_K = 1, FST_ARR_P = 2, FST_ARR_MINP = 4, FST_ARR_ALL = 7 };
+void fst_params_add_filters(fst_params *pp, int64_t requests, int64_t V, uint64_t seed,
+                            unsigned arrays);
 
 /* ---- ragged drafts ------------------------------------------------------ */
 
