@@ -119,7 +119,7 @@ static int pass_over_logits(rank_state *s, const void *logits)
                                      &s->params, s->ws, s->ws_bytes, s->tokens, NULL,
                                      s->num_emitted, NULL, s->status) != FS_OK;
     case OP_FILTERED:
-        return fs_sample_logits(s->ctx_whole, logits, FS_DTYPE_BF16, V, s->rows, &s->fparams,
+        return fs_sample_logits(s->ctx_whole, logits, FS_DTYPE_BF16, s->rows, V, &s->fparams,
                                 s->ws, s->ws_bytes, s->tokens, NULL, s->status) != FS_OK;
     default:
         return bl_gumbel_sample(logits, s->rows, V, s->temperature, s->seed, s->bl_ws,
