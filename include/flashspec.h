@@ -213,8 +213,8 @@ typedef struct fs_sampling {
  * docs/DESIGN.md ("Sampling filters") has the algorithm and the measured
  * costs.
  *
- * Tree verify (fs_verify_tree) applies them at every row of the tree, on
- * CPU contexts only for now (see there). */
+ * Tree verify (fs_verify_tree) applies them at every row of the tree (see
+ * there). */
 
 /* ---- sample: one token per row, exactly from softmax((l + b) / T) ------ */
 
@@ -361,8 +361,9 @@ FS_API fs_status fs_verify_logits(fs_context *ctx, const void *target_logits, fs
  * out_filter_fallback[r] counts request r's rows that took the second pass
  * (0 .. n_r + 1).  Bad filter values fail the request with
  * FS_ROW_BAD_FILTER, after the tree, token and temperature checks.  CPU
- * contexts only for now: on a CUDA context any filter field makes the call
- * return FS_ERR_UNSUPPORTED, writing nothing.
+ * and CUDA contexts, tensor-parallel ones included; on CUDA, as for
+ * fs_verify, the rows the one pass cannot decide take the (slow) second
+ * pass.
  */
 #define FS_TREE_MAX_CHILDREN 16
 

@@ -100,51 +100,7 @@ size_t carve(const fs_context *ctx, fs_op op, int64_t rows, int64_t requests, in
     if (op == FS_OP_ARGMAX)
         return at + 256;
     /* the filters' region (used only by calls that pass filters) */
-    const int64_t lists = filter_lists_bound(ctx, vocab);
-    const int fb_grid = fs_filter_fallback_grid(ctx->sm_count);
-    if (w) {
-        w->filt.fdescs = reinterpret_cast<fs_filter_desc *>(p + at);
-        w->filt.lists_per_row = lists;
-        w->filt.fb_grid = fb_grid;
-    }
-    at += align_up((size_t)rows * sizeof(fs_filter_desc));
-    if (w)
-        w->filt.cands = reinterpret_cast<fs_cand_list *>(p + at);
-    at += align_up((size_t)rows * (size_t)lists * sizeof(fs_cand_list));
-    if (w)
-        w->filt.flag_n = reinterpret_cast<unsigned int *>(p + at);
-    at += align_up(sizeof(unsigned int));
-    if (w)
-        w->filt.fb = reinterpret_cast<fs_fallback_row *>(p + at);
-    at += align_up((size_t)rows * sizeof(fs_fallback_row));
-    if (w)
-        w->filt.hist_count = reinterpret_cast<uint32_t *>(p + at);
-    at += align_up((size_t)rows * FS_SELECT_BUCKETS * sizeof(uint32_t));
-    if (w)
-        w->filt.hist_mass = reinterpret_cast<unsigned long long *>(p + at);
-    at += align_up((size_t)rows * FS_SELECT_BUCKETS * sizeof(unsigned long long));
-    if (w)
-        w->filt.fb_recs = reinterpret_cast<fs_record *>(p + at);
-    at += align_up((size_t)rows * (size_t)fb_grid * sizeof(fs_record));
-    const int ranks = fs_tp_ranks(ctx);
-    if (ranks > 1) {
-        /* sharded: the candidates' exchange and the second pass's buffers */
-        if (w)
-            w->filt.sums = reinterpret_cast<fs_filter_summary *>(p + at);
-        at += align_up((size_t)rows * sizeof(fs_filter_summary));
-        if (w)
-            w->filt.sum_gather = reinterpret_cast<fs_filter_summary *>(p + at);
-        at += align_up((size_t)ranks * (size_t)rows * sizeof(fs_filter_summary));
-        if (w)
-            w->filt.fb_stage = reinterpret_cast<fs_fallback_row *>(p + at);
-        at += align_up((size_t)rows * sizeof(fs_fallback_row));
-        if (w)
-            w->filt.tp_max = reinterpret_cast<uint32_t *>(p + at);
-        at += align_up((size_t)rows * sizeof(uint32_t));
-        if (w)
-            w->filt.tp_part = reinterpret_cast<fs_record *>(p + at);
-        at += align_up((size_t)rows * sizeof(fs_record));
-    }
+    at += fs_filter_carve(ctx, rows, vocab, w ? p + at : nullptr, w ? &w->filt : nullptr);
     return at + 256;
 }
 
@@ -154,6 +110,72 @@ const char *op_name(fs_op op)
 }
 
 } // namespace
+
+size_t fs_filter_carve(const fs_context *ctx, int64_t rows, int64_t vocab, char *p,
+                       fs_filter_ws *w)
+{
+    const int64_t lists = filter_lists_bound(ctx, vocab);
+    const int fb_grid = fs_filter_fallback_grid(ctx->sm_count);
+    size_t at = 0;
+    auto take = [&](size_t bytes) {
+        char *q = p ? p + at : nullptr;
+        at += align_up(bytes);
+        return q;
+    };
+    if (w) {
+        memset(w, 0, sizeof *w);
+        w->lists_per_row = lists;
+        w->fb_grid = fb_grid;
+    }
+    char *fdescs = take((size_t)rows * sizeof(fs_filter_desc));
+    char *cands = take((size_t)rows * (size_t)lists * sizeof(fs_cand_list));
+    char *flag_n = take(sizeof(unsigned int) * 2);
+    char *fb = take((size_t)rows * sizeof(fs_fallback_row));
+    char *hist_count = take((size_t)rows * FS_SELECT_BUCKETS * sizeof(uint32_t));
+    char *hist_mass = take((size_t)rows * FS_SELECT_BUCKETS * sizeof(unsigned long long));
+    char *fb_recs = take((size_t)rows * (size_t)fb_grid * sizeof(fs_record));
+    if (w) {
+        w->fdescs = reinterpret_cast<fs_filter_desc *>(fdescs);
+        w->cands = reinterpret_cast<fs_cand_list *>(cands);
+        w->flag_n = reinterpret_cast<unsigned int *>(flag_n);
+        w->fb = reinterpret_cast<fs_fallback_row *>(fb);
+        w->hist_count = reinterpret_cast<uint32_t *>(hist_count);
+        w->hist_mass = reinterpret_cast<unsigned long long *>(hist_mass);
+        w->fb_recs = reinterpret_cast<fs_record *>(fb_recs);
+    }
+    const int ranks = fs_tp_ranks(ctx);
+    if (ranks > 1) {
+        /* sharded: the candidates' exchange and the second pass's buffers */
+        char *sums = take((size_t)rows * sizeof(fs_filter_summary));
+        char *sum_gather = take((size_t)ranks * (size_t)rows * sizeof(fs_filter_summary));
+        char *fb_stage = take((size_t)rows * sizeof(fs_fallback_row));
+        char *tp_max = take((size_t)rows * sizeof(uint32_t));
+        char *tp_part = take((size_t)rows * sizeof(fs_record));
+        if (w) {
+            w->sums = reinterpret_cast<fs_filter_summary *>(sums);
+            w->sum_gather = reinterpret_cast<fs_filter_summary *>(sum_gather);
+            w->fb_stage = reinterpret_cast<fs_fallback_row *>(fb_stage);
+            w->tp_max = reinterpret_cast<uint32_t *>(tp_max);
+            w->tp_part = reinterpret_cast<fs_record *>(tp_part);
+        }
+    }
+    return at;
+}
+
+fs_fallback_src fs_fallback_src_make(const fs_op_args *a)
+{
+    fs_fallback_src src = {};
+    if (a->head) {
+        src.weight = a->head->weight;
+        src.hidden = a->hidden;
+        src.D = a->head->hidden_dim;
+        src.wdtype = a->head->dtype;
+    } else {
+        src.logits = a->logits;
+        src.ldtype = a->logits_dtype;
+    }
+    return src;
+}
 
 /* The Hopper scan `o` picks (tile or rows-as-M kernel) over rows [r0, r0 +
  * nr) of the op: the rows' own slices of H, descriptors, bias, mask,
@@ -168,6 +190,10 @@ static cudaError_t launch_hopper_rows(const fs_context *ctx, const fs_op_args *a
                     (size_t)(r0 * h->hidden_dim) * fs_dtype_bytes(h->dtype);
     if (o.cands)
         o.cands += r0 * n_recs * FS_HOPPER_TILE_LISTS;
+    if (o.tree_rows) {
+        o.tree_rows += r0;
+        o.tree_child_s += r0 * FS_TREE_MAX_CHILDREN;
+    }
     return (cudaError_t)fs_hopper_scan_launch_ex(
         h->weight, H, h->dtype == FS_DTYPE_BF16, a->vocab_size, h->hidden_dim, nr,
         a->vocab_offset, a->global_vocab, s->descs + r0,
@@ -341,16 +367,7 @@ extern "C" fs_status fs_cuda_run(fs_context *ctx, const fs_op_args *a)
         /* the rows the merge could not resolve from their candidates
            (filter_gpu.cuh): the second pass stores their kept records, or
            finalizes them when the merge finalizes the others */
-        fs_fallback_src src = {};
-        if (a->head) {
-            src.weight = a->head->weight;
-            src.hidden = a->hidden;
-            src.D = a->head->hidden_dim;
-            src.wdtype = a->head->dtype;
-        } else {
-            src.logits = a->logits;
-            src.ldtype = a->logits_dtype;
-        }
+        const fs_fallback_src src = fs_fallback_src_make(a);
         step = "filter second pass";
         if (sharded) {
             st = fs_tp_filter_second_pass(ctx, a, &w.filt, &s, &src, w.row_recs, w.tp_gather,

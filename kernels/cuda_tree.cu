@@ -4,17 +4,28 @@
  *              at -inf, per-request pre-status           (tree_prep.cu)
  *   scan       the chain ops' scan kernels, unchanged but for the tree push
  *              they make when given tree rows (tree_scan.cuh)
- *   merge      the chain ops' merge kernel into row_recs (merge_finalize.cu)
+ *   merge      the chain ops' merge kernel into row_recs (merge_finalize.cu);
+ *              with filters it resolves each filtered row as a verify row
+ *              and stores its kept tree record: the fs_record part in
+ *              row_recs, the kept children's scores in child_s
+ *              (filter_resolve.cuh)
+ *   exchange   tensor parallel only: the records (and the filters'
+ *              summaries) all-gathered and merged in rank order as the
+ *              chain ops' are; with filters the resolve follows on every
+ *              rank                                       (tp_exchange.cu)
+ *   2nd pass   filters only: the rows the resolve could not decide, their
+ *              kept tree records drawn over the vocabulary (filter_fallback.cu)
+ *   child max  tensor parallel only: the children's scores all-reduced by
+ *              maximum (each child lives in one shard, the others hold
+ *              -inf; a decided filtered row's are already the same on every
+ *              rank, which a maximum leaves as they are)
  *   walk       one thread per request                    (tree_finalize.cu)
  *
  * The fused scan is the one the chain ops take for the same rows (the
  * Hopper tile or rows-as-M kernel, each with its tree push; the generic
- * tensor-core scan without sm_90a).  No op tail: the merge kernel merges
- * every row.
- *   exchange   tensor parallel only: the records all-gathered and merged
- *              in rank order as the chain ops' are, the children's scores
- *              all-reduced by maximum (each child lives in one shard; the
- *              others hold -inf)                          (tp_exchange.cu)
+ * tensor-core scan without sm_90a); with filters the tile kernel, in
+ * chunks of at most 160 rows, as for verify (its per-block epilogue keeps
+ * the candidate lists).  No op tail: the merge kernel merges every row.
  *
  * Everything is enqueued on the context's stream: no allocation, no host
  * synchronisation, no copy to the host (graph-capturable), as for the chain
@@ -29,8 +40,12 @@
  *   row_recs   fs_record      [rows]
  *   child_s    float          [rows][FS_TREE_MAX_CHILDREN]
  *   tree_recs  fs_tree_record [rows]    row_recs + child_s, for the walk
- *   tp_gather  fs_record      [ranks][rows]  only when sharded over > 1 rank */
+ *   tp_gather  fs_record      [ranks][rows]  only when sharded over > 1 rank
+ *   filters    the chain ops' filter region (fs_filter_carve), used only by
+ *              calls that pass filters */
 #include "cuda_tree.cuh"
+#include "filter_check.h"
+#include "filter_gpu.cuh"
 #include "scan_hopper.cuh"
 #include "tp_exchange.cuh"
 
@@ -45,6 +60,7 @@ struct tree_workspace {
     float *child_s;
     fs_tree_record *tree_recs;
     void *tp_gather;
+    fs_filter_ws filt;
 };
 
 size_t align_up(size_t n)
@@ -74,6 +90,8 @@ size_t carve(const fs_context *ctx, int64_t rows, int64_t requests, int64_t voca
     char *child_s = take(R * FS_TREE_MAX_CHILDREN * sizeof(float));
     char *tree_recs = take(R * sizeof(fs_tree_record));
     char *tp_gather = take(fs_tp_workspace_bytes(ctx, rows));
+    char *filt = p + at;
+    at += fs_filter_carve(ctx, rows, vocab, base ? filt : nullptr, w ? &w->filt : nullptr);
     if (w) {
         w->descs = reinterpret_cast<fs_row_desc *>(descs);
         w->tree_rows = reinterpret_cast<fs_tree_row *>(tree_rows);
@@ -105,28 +123,74 @@ extern "C" fs_status fs_cuda_tree_run(fs_context *ctx, const fs_tree_args *ta)
     if (st != FS_OK)
         return st;
     cudaStream_t stream = static_cast<cudaStream_t>(ctx->stream);
+    const bool filters = fs_filters_requested(a->params);
+    const bool sharded = fs_tp_ranks(ctx) > 1;
+    fs_prep_filters pf = {};
+    pf.fdescs = w.filt.fdescs;
+    pf.flag_n = w.filt.flag_n;
     const char *step = "prep";
-    cudaError_t e = fs_launch_tree_prep(ta, w.descs, w.tree_rows, w.child_s, w.pre_status, stream);
+    cudaError_t e = fs_launch_tree_prep(ta, w.descs, w.tree_rows, w.child_s, w.pre_status,
+                                        filters ? &pf : nullptr, stream);
 
     fs_scan_args s = fs_scan_args_make(a, w.descs, w.tile_recs);
     s.tree_rows = w.tree_rows;
     s.tree_child_s = w.child_s;
+    s.cands = filters ? w.filt.cands : nullptr;
     if (e == cudaSuccess) {
         step = a->head ? "fused scan" : "logits scan";
         bool tail_ran = false, tile_kernel = false; /* no tail for tree verify */
         e = fs_launch_scan(ctx, a, &s, nullptr, &tail_ran, &tile_kernel, stream);
+        /* the candidate lists: every epilogue thread's in the Hopper tile
+           kernel, one per (row, tile or chunk) in the other scans */
+        w.filt.lists_per_row =
+            tile_kernel ? s.tiles_per_row * FS_HOPPER_TILE_LISTS : s.tiles_per_row;
     }
+    w.filt.tree_rows = w.tree_rows;
+    w.filt.tree_child_s = w.child_s;
     if (e == cudaSuccess) {
         step = "merge";
         e = fs_launch_merge(a, w.tile_recs, s.tiles_per_row, w.descs, w.pre_status, w.row_recs,
-                            0, nullptr, 0, ctx->cc_major >= 9, stream);
+                            0, filters ? &w.filt : nullptr, ctx->filter_force_second_pass,
+                            ctx->cc_major >= 9, stream);
     }
-    if (e == cudaSuccess && fs_tp_ranks(ctx) > 1) {
-        /* every rank issues the same two collectives whatever its data (a
-           failed request only skips rows), so no rank can hang on another */
-        st = fs_tp_exchange(ctx, w.row_recs, a->rows, w.tp_gather, nullptr, nullptr, 0, stream);
-        if (st == FS_OK)
-            st = fs_tp_max_floats(ctx, w.child_s, (size_t)a->rows * FS_TREE_MAX_CHILDREN, stream);
+    if (e == cudaSuccess && sharded) {
+        /* every rank issues the same collectives whatever its data (a failed
+           request only skips rows; the second pass's count is the same on
+           every rank), so no rank can hang on another */
+        st = fs_tp_exchange(ctx, w.row_recs, a->rows, w.tp_gather, filters ? w.filt.sums : nullptr,
+                            w.filt.sum_gather, sizeof(fs_filter_summary), stream);
+        if (st == FS_OK && filters) {
+            step = "filter resolve";
+            e = fs_launch_filter_tp_resolve(a, w.descs, w.row_recs, &w.filt, fs_tp_ranks(ctx),
+                                            ctx->filter_force_second_pass, stream);
+        }
+        if (st != FS_OK) {
+            fs_cuda_leave(prev_device);
+            return st;
+        }
+    }
+    if (e == cudaSuccess && filters) {
+        /* the rows the resolve handed over: their kept tree records (the
+           fs_record part in row_recs, the kept children's scores in
+           child_s) */
+        const fs_fallback_src src = fs_fallback_src_make(a);
+        step = "filter second pass";
+        if (sharded) {
+            st = fs_tp_filter_second_pass(ctx, a, &w.filt, &s, &src, w.row_recs, w.tp_gather,
+                                          stream);
+            if (st != FS_OK) {
+                fs_cuda_leave(prev_device);
+                return st;
+            }
+        } else {
+            e = fs_launch_filter_fallback(a, &w.filt, &s, &src, w.row_recs, -1, w.pre_status,
+                                          stream);
+        }
+    }
+    if (e == cudaSuccess && sharded) {
+        /* after the filters: the second pass writes the kept children of
+           this shard only */
+        st = fs_tp_max_floats(ctx, w.child_s, (size_t)a->rows * FS_TREE_MAX_CHILDREN, stream);
         if (st != FS_OK) {
             fs_cuda_leave(prev_device);
             return st;

@@ -14,9 +14,13 @@
 /* Per request: status before the scan and the fs_tree_row of each of its
  * rows (tree_finalize.h's fs_tree_request_rows); descs[i] = rows[i].base for
  * the scan and merge kernels, which read plain descriptors; child_s all
- * -inf (kernels/tree_prep.cu). */
+ * -inf (kernels/tree_prep.cu).  filters non-NULL (the call filters; its
+ * fdescs and flag_n are read, the parameters come from a's): as
+ * fs_launch_prep's -- FS_ROW_BAD_FILTER, the rows' fs_filter_desc and
+ * FS_ROWF_FILTER in descs, out_filter_fallback and *flag_n zeroed. */
 cudaError_t fs_launch_tree_prep(const fs_tree_args *a, fs_row_desc *descs, fs_tree_row *rows,
-                                float *child_s, int32_t *pre_status, cudaStream_t stream);
+                                float *child_s, int32_t *pre_status,
+                                const fs_prep_filters *filters, cudaStream_t stream);
 
 /* Per request: its merged records and children's scores assembled into
  * tree_recs, then the walk (fs_finalize_verify_tree) into a's outputs

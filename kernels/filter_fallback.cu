@@ -273,7 +273,11 @@ __device__ __forceinline__ void select_row(Smem &sm, const fs_filter_ws &w, unsi
 
 /* The draw: every token of each handed-over row under its cut, in noise
  * blocks; one record per (row, block of the grid) in fb_recs, merged
- * afterwards in block order. */
+ * afterwards in block order.  Tree verify (s.tree_rows): each block goes
+ * through the tree push first, as in the scan (tree_scan.cuh), so the
+ * row's excluded children count in the log-sum-exp alone and its kept
+ * children's scores -- from this pass's scores -- land in s.tree_child_s,
+ * which the resolve set to -inf when it handed the row over. */
 __device__ __forceinline__ void draw_pass(Smem &sm, const fs_op_args &a, const fs_filter_ws &w,
                                           const fs_scan_args &s, const fs_fallback_src &src,
                                           unsigned int n, bool vec)
@@ -294,8 +298,10 @@ __device__ __forceinline__ void draw_pass(Smem &sm, const fs_op_args &a, const f
         fs_record_init(&rec);
         fs_filter_cut cut;
         fs_row_desc d = fs_row_desc_skip();
+        int64_t row = 0;
         if (fi >= 0) {
             const fs_fallback_row &r = fb[fi];
+            row = r.row;
             const fs_filter_desc fd = w.fdescs[r.row];
             d = descs[r.row];
             cut.threshold = r.t_k > r.t_p ? r.t_k : r.t_p;
@@ -313,8 +319,12 @@ __device__ __forceinline__ void draw_pass(Smem &sm, const fs_op_args &a, const f
                     x[i] = fs_filter_keeps(&cut, y) ? y : -INFINITY;
                 }
                 const int64_t left = a.vocab_size - v;
-                fs_record_push_block(&rec, &d, (int32_t)(a.vocab_offset + v),
-                                     left < FS_NOISE_BLOCK ? (int)left : FS_NOISE_BLOCK, x);
+                const int cnt = left < FS_NOISE_BLOCK ? (int)left : FS_NOISE_BLOCK;
+                if (s.tree_rows)
+                    fs_tree_scan_block(&rec, d, s.tree_rows + row,
+                                       s.tree_child_s + row * FS_TREE_MAX_CHILDREN,
+                                       (int32_t)(a.vocab_offset + v), cnt, x);
+                fs_record_push_block(&rec, &d, (int32_t)(a.vocab_offset + v), cnt, x);
             }
         }
         /* the 8 threads of a row, in a fixed butterfly */

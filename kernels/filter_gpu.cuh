@@ -48,7 +48,20 @@ typedef struct fs_filter_ws {
     fs_fallback_row *fb_stage;     /* [rows] handed-over rows by row (-1: not handed over) */
     uint32_t *tp_max;              /* [rows] second pass: max score key, all-reduced */
     fs_record *tp_part;            /* [rows] second pass: this shard's kept record */
+    /* tree verify only, NULL for the chain ops: the rows' children, whose
+       kept scores (children outside the kept set at -inf) replace the scan's
+       in tree_child_s [rows][FS_TREE_MAX_CHILDREN] (filter_resolve.cuh) */
+    const fs_tree_row *tree_rows;
+    float *tree_child_s;
 } fs_filter_ws;
+
+/* The filters' workspace region of `rows` rows over `vocab` tokens, carved
+ * from p (256-byte aligned regions; p NULL: sizes only) into *w when given;
+ * returns its bytes.  Shared by the chain ops' and tree verify's layouts
+ * (cuda_ops.cu, cuda_tree.cu); lists_per_row is the bound, which the caller
+ * lowers once the scan has run. */
+size_t fs_filter_carve(const fs_context *ctx, int64_t rows, int64_t vocab, char *p,
+                       fs_filter_ws *w);
 
 /* What the second pass reads of the op. */
 typedef struct fs_fallback_src {
@@ -59,6 +72,10 @@ typedef struct fs_fallback_src {
     const void *logits;      /* logits ops: [rows, V] */
     fs_dtype ldtype;
 } fs_fallback_src;
+
+/* The second pass's source of an op: its LM head and hidden states, or its
+ * logits (cuda_ops.cu). */
+fs_fallback_src fs_fallback_src_make(const fs_op_args *a);
 
 /* The exact second pass over the rows the merge kernel handed over (one
  * cooperative launch that returns at once when there are none).  fin_op

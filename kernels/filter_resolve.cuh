@@ -79,6 +79,7 @@ struct resolve_smem {
     uint32_t khi; /* the largest score key of the prefix */
     int one;      /* thread 0's decision */
     fs_filter_cut cut;
+    float child_s[FS_TREE_MAX_CHILDREN]; /* tree rows: the kept record's children's scores */
 };
 
 /* The key of an entry: its score's key, then the id reversed, so that keys
@@ -503,18 +504,31 @@ __device__ __forceinline__ void reduce_pushed(fs_record &rec, bool pushed)
         }
 }
 
+/* A tree row's part in its resolve (TREE instances only): its children, and
+ * its FS_TREE_MAX_CHILDREN scores in global memory, which the resolve
+ * replaces by the kept record's -- a child outside the kept set at -inf. */
+struct tree_ctx {
+    const fs_tree_row *row;
+    float *child_s;
+};
+
 /* The kept record of the N candidates f under cut: a thread per kept noise
  * block (its first candidate, from note_blocks) pushes the block's kept
  * scores from its row of vt, and the blocks' records are merged over the
  * warp -- or the first two, when the kept set reaches past candidate 31 --
  * into the return value of thread 0.  The same blocks, noise and tokens as
- * fs_filter_kept_record; sum_exp carries the merge's rounding.  Every thread
- * of the block calls it. */
+ * fs_filter_kept_record; sum_exp carries the merge's rounding.  TREE: the
+ * block goes through the tree push first (tree_scan.cuh: the row's excluded
+ * children in the block into the log-sum-exp alone, the kept children's
+ * scores into child_s, shared memory set to -inf beforehand), so the record
+ * is fs_tree_filter_kept_record's.  Every thread of the block calls it. */
+template <bool TREE>
 __device__ __forceinline__ fs_record kept_record(const fs_filter_record &f, int N,
                                                  const fs_filter_cut &cut,
                                                  const float (*vt)[FS_NOISE_BLOCK],
                                                  const uint32_t *leads, const fs_row_desc &d,
-                                                 fs_record *red)
+                                                 fs_record *red, const fs_tree_row *tree_row,
+                                                 float *child_s)
 {
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const bool wide = N > 32 && fs_filter_keeps(&cut, f.s[32]); /* the same in every thread */
@@ -536,6 +550,9 @@ __device__ __forceinline__ fs_record kept_record(const fs_filter_record &f, int 
         for (int i = 0; i < FS_NOISE_BLOCK; ++i)
             v[i] = fs_filter_keeps(&cut, v[i]) ? v[i] : -INFINITY;
         const int32_t blk = f.id[tid] / FS_NOISE_BLOCK;
+        if (TREE)
+            fs_tree_scan_block(&rec, d, tree_row, child_s, blk * FS_NOISE_BLOCK, FS_NOISE_BLOCK,
+                               v);
         fs_record_push_block(&rec, &d, blk * FS_NOISE_BLOCK, FS_NOISE_BLOCK, v);
     }
     if (warp == 0 || (wide && warp == 1))
@@ -661,10 +678,15 @@ __device__ __forceinline__ int prefix_candidates(const fs_cand_list *L, int64_t 
 
 /* Decide a row whose N candidates are in sh.f (and whose vt is reset):
  * returns 1 to every thread with the kept record in *kept (thread 0), or 0
- * when the row was handed over.  Every thread calls it. */
+ * when the row was handed over.  TREE: a decided row's children's scores
+ * become its kept record's (tc.child_s); a handed-over row's are set to
+ * -inf, for the second pass's draw to write the kept ones.  Every thread
+ * calls it. */
+template <bool TREE>
 __device__ __forceinline__ int decide(int64_t row, const fs_record &rec, const fs_filter_desc &fd,
                                       const fs_row_desc &d, int N, int count, int force,
-                                      const handover &ho, resolve_smem &sh, fs_record *kept)
+                                      const handover &ho, resolve_smem &sh, fs_record *kept,
+                                      const tree_ctx &tc)
 {
     const int tid = threadIdx.x;
     if (tid == 0) {
@@ -675,13 +697,22 @@ __device__ __forceinline__ int decide(int64_t row, const fs_record &rec, const f
         sh.cut = cut;
     } else if (tid >= 64 && tid < 128) {
         note_blocks(sh.f, N, sh.vt, sh.leads);
+    } else if (TREE && tid >= 128 && tid < 128 + FS_TREE_MAX_CHILDREN) {
+        sh.child_s[tid - 128] = -INFINITY;
     }
     __syncthreads();
     if (sh.one) {
         const fs_filter_cut cut = sh.cut;
-        *kept = kept_record(sh.f, N, cut, sh.vt, sh.leads, d, &sh.red);
+        *kept = kept_record<TREE>(sh.f, N, cut, sh.vt, sh.leads, d, &sh.red, tc.row, sh.child_s);
+        if (TREE) {
+            __syncthreads(); /* the pushes' children's scores are in sh.child_s */
+            if (tid < FS_TREE_MAX_CHILDREN)
+                tc.child_s[tid] = sh.child_s[tid];
+        }
         return 1;
     }
+    if (TREE && tid < FS_TREE_MAX_CHILDREN)
+        tc.child_s[tid] = -INFINITY;
     if (tid == 0)
         hand_over(row, rec, fd, d, count, ho);
     return 0;
@@ -693,19 +724,21 @@ __device__ __forceinline__ int decide(int64_t row, const fs_record &rec, const f
  * pass (fb, flag_n, out_fallback updated).  Every thread of the block calls
  * it; rows that do not filter must not.  The block resolves one row: a
  * caller that went on to another would need a __syncthreads first, the
- * shared state is not released by a barrier at the end. */
+ * shared state is not released by a barrier at the end.  TREE: a tree row,
+ * tc its children and scores (decide). */
+template <bool TREE>
 __device__ int fs_filter_resolve_row(int64_t row, const fs_record &rec, const fs_filter_desc &fd,
                                      const fs_row_desc &d, const fs_cand_list *__restrict__ cands,
                                      int64_t lists_per_row, fs_fallback_row *fb,
                                      unsigned int *flag_n, int32_t *out_fallback, int force,
-                                     fs_record *kept)
+                                     fs_record *kept, const tree_ctx &tc)
 {
     resolve_smem &sh = shared_state();
     uint32_t kd;
     int count, G;
     const int N = prefix_candidates(cands + row * lists_per_row, lists_per_row, sh, &kd, &count, &G);
     const handover ho = {fb, nullptr, flag_n, out_fallback};
-    return decide(row, rec, fd, d, N, count, force, ho, sh, kept);
+    return decide<TREE>(row, rec, fd, d, N, count, force, ho, sh, kept, tc);
 }
 
 /* Sharded contexts, in the merge kernel: the shard's fs_filter_summary of
@@ -745,11 +778,12 @@ static_assert(sizeof(fs_filter_summary) % 16 == 0, "summaries copy as 16-byte un
  * kept ones (>= the floor L) -- then the same decision and kept record as
  * one GPU.  Every rank computes the same bits; a row handed over goes to
  * ho.stage[row].  Returns as fs_filter_resolve_row. */
+template <bool TREE>
 __device__ int fs_filter_resolve_merged(int64_t row, const fs_record &rec,
                                         const fs_filter_desc &fd, const fs_row_desc &d,
                                         const fs_filter_summary *__restrict__ sums,
                                         int64_t stride, int ranks, int force,
-                                        const handover &ho, fs_record *kept)
+                                        const handover &ho, fs_record *kept, const tree_ctx &tc)
 {
     resolve_smem &sh = shared_state();
     const int tid = threadIdx.x;
@@ -785,7 +819,7 @@ __device__ int fs_filter_resolve_merged(int64_t row, const fs_record &rec,
         sh.c = count;
     }
     __syncthreads(); /* f, N and the count are whole */
-    return decide(row, rec, fd, d, sh.g, sh.c, force, ho, sh, kept);
+    return decide<TREE>(row, rec, fd, d, sh.g, sh.c, force, ho, sh, kept, tc);
 }
 
 } // namespace fsf

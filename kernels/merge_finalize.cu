@@ -28,8 +28,11 @@
  * without filters keep the plain merge's blocks per SM at large row counts.
  * The bound of one block an SM lets ptxas give the resolve the registers it
  * needs: without it ptxas may hold the filtered instance to 80 registers
- * (3 blocks of 256 an SM) and spill. */
-template <bool FILT>
+ * (3 blocks of 256 an SM) and spill.  TREE (with FILT only): tree verify's
+ * rows, whose kept records go through the tree push and whose children's
+ * scores filt.tree_child_s the resolve replaces (filter_resolve.cuh); its
+ * own instance, so the chain ops' filtered merge carries none of it. */
+template <bool FILT, bool TREE>
 __global__ void __launch_bounds__(FS_MERGE_THREADS, 1)
     fs_merge_kernel(const fs_record *__restrict__ tile_recs, int64_t tiles_per_row,
                     const fs_row_desc *__restrict__ descs, fs_record *row_recs, int fin_op,
@@ -60,9 +63,12 @@ __global__ void __launch_bounds__(FS_MERGE_THREADS, 1)
         if (fs_record_status(&rec) == FS_ROW_OK) { /* uniform */
             const fs_filter_desc fd = filt.fdescs[row];
             fs_record kept;
-            if (!fsf::fs_filter_resolve_row(row, rec, fd, d, filt.cands, filt.lists_per_row,
-                                            filt.fb, filt.flag_n, out_fallback,
-                                            force_second_pass, &kept))
+            const fsf::tree_ctx tc = {TREE ? filt.tree_rows + row : nullptr,
+                                      TREE ? filt.tree_child_s + row * FS_TREE_MAX_CHILDREN
+                                           : nullptr};
+            if (!fsf::fs_filter_resolve_row<TREE>(row, rec, fd, d, filt.cands,
+                                                  filt.lists_per_row, filt.fb, filt.flag_n,
+                                                  out_fallback, force_second_pass, &kept, tc))
                 return; /* the second pass ends the row */
             acc = kept;
         }
@@ -88,7 +94,9 @@ cudaError_t fs_launch_merge(const fs_op_args *a, const fs_record *tile_recs,
         f = *filt;
     int32_t *out_fallback = filt && a->params ? a->params->out_filter_fallback : nullptr;
     fs_pdl_config pc(dim3((unsigned)a->rows), dim3(FS_MERGE_THREADS), 0, stream, overlap);
-    const auto kernel = filt ? fs_merge_kernel<true> : fs_merge_kernel<false>;
+    const auto kernel = !filt                ? fs_merge_kernel<false, false>
+                        : filt->tree_rows ? fs_merge_kernel<true, true>
+                                          : fs_merge_kernel<true, false>;
     cudaError_t e = cudaLaunchKernelEx(&pc.cfg, kernel, tile_recs, tiles_per_row, descs, row_recs,
                                        fin_op, pre_status, a->out_tokens, a->out_values,
                                        a->out_row_status, f, out_fallback, force_second_pass);
@@ -100,7 +108,13 @@ cudaError_t fs_launch_merge(const fs_op_args *a, const fs_record *tile_recs,
  * the ranks' summaries (filt.sum_gather, [ranks][rows]) and stores its kept
  * record in row_recs; an undecided row goes to filt.fb_stage[row] (every
  * other row's stage slot is marked -1), which the TP second pass compacts.
- * The inputs are the same bits on every rank, so are the decisions. */
+ * The inputs are the same bits on every rank, so are the decisions.  TREE:
+ * tree verify's rows; a decided row's kept children's scores, built from
+ * every rank's candidates, are global, and a handed-over row's are -inf
+ * until the second pass's draw writes this shard's kept children -- so the
+ * maximum over the ranks that follows leaves the first unchanged and
+ * completes the second (cuda_tree.cu). */
+template <bool TREE>
 __global__ void __launch_bounds__(FS_MERGE_THREADS, 1)
     fs_filter_tp_resolve_kernel(const fs_row_desc *__restrict__ descs, fs_record *row_recs,
                                 fs_filter_ws filt, int64_t rows, int ranks,
@@ -116,8 +130,10 @@ __global__ void __launch_bounds__(FS_MERGE_THREADS, 1)
     }
     const fsf::handover ho = {filt.fb, filt.fb_stage, filt.flag_n, out_fallback};
     fs_record kept;
-    if (fsf::fs_filter_resolve_merged(row, rec, filt.fdescs[row], d, filt.sum_gather + row, rows,
-                                      ranks, force_second_pass, ho, &kept) &&
+    const fsf::tree_ctx tc = {TREE ? filt.tree_rows + row : nullptr,
+                              TREE ? filt.tree_child_s + row * FS_TREE_MAX_CHILDREN : nullptr};
+    if (fsf::fs_filter_resolve_merged<TREE>(row, rec, filt.fdescs[row], d, filt.sum_gather + row,
+                                            rows, ranks, force_second_pass, ho, &kept, tc) &&
         threadIdx.x == 0) {
         row_recs[row] = kept;
         filt.fb_stage[row].row = -1;
@@ -129,7 +145,9 @@ cudaError_t fs_launch_filter_tp_resolve(const fs_op_args *a, const fs_row_desc *
                                         int force_second_pass, cudaStream_t stream)
 {
     int32_t *out_fallback = a->params ? a->params->out_filter_fallback : nullptr;
-    fs_filter_tp_resolve_kernel<<<(unsigned)a->rows, FS_MERGE_THREADS, 0, stream>>>(
+    const auto kernel =
+        filt->tree_rows ? fs_filter_tp_resolve_kernel<true> : fs_filter_tp_resolve_kernel<false>;
+    kernel<<<(unsigned)a->rows, FS_MERGE_THREADS, 0, stream>>>(
         descs, row_recs, *filt, a->rows, ranks, out_fallback, force_second_pass);
     return cudaGetLastError();
 }

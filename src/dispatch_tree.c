@@ -23,13 +23,6 @@ fs_status fs_run_tree_op(fs_context *ctx, const char *fn, fs_tree_args *a,
     fs_status st = fs_check_sampling(ctx, fn, params);
     if (st != FS_OK)
         return st;
-    /* the CUDA tree scan keeps no candidate lists yet: refused rather than
-       silently ignored (the CPU backend applies them) */
-    if (ctx->kind == FS_DEVICE_CUDA &&
-        (params->top_k || params->top_p || params->min_p || params->out_filter_fallback))
-        return fs_fail(ctx, FS_ERR_UNSUPPORTED,
-                       "%s: top_k / top_p / min_p are not supported by tree verify on a CUDA "
-                       "context yet (leave them NULL, or use a CPU context)", fn);
     if (!out_tokens)
         return fs_fail(ctx, FS_ERR_NULL_POINTER, "%s: out_tokens is NULL", fn);
     if (!out_num_emitted)

@@ -11,7 +11,13 @@
  * H100), greedy to hot temperatures, bias and a mask, and bad requests
  * (a parent after its child, a token outside the vocabulary, and over
  * logits a NaN that only the last shard's rank sees) that must fail alike
- * on every rank without a hang.  A first child is its parent row's
+ * on every rank without a hang.  Filters: top-k / top-p / min-p per
+ * request (one bad value: FS_ROW_BAD_FILTER) over logits, whose scores are
+ * the same floats in the one pass and the second: rows resolved from the
+ * exchanged summaries and rows the second pass draws over the shards (wide
+ * nuclei), kept children's scores then all-reduced; second-pass counts
+ * bit-identical over the ranks (a rank's count may differ from one GPU's,
+ * whose candidate prefix is another).  A first child is its parent row's
  * argmax 80% of the time, so walks go deep and stop everywhere.  Skipped
  * (77) with fewer than two GPUs or without NCCL. */
 #include <math.h>
@@ -30,7 +36,7 @@
 #include "fs_test.h"
 #include "tree_test.h"
 
-enum { V = 50021, D = 256, MAXRANKS = 8, NCASES = 5 };
+enum { V = 50021, D = 256, MAXRANKS = 8, NCASES = 7 };
 
 #define CHECK(cond, ...)                                                                     \
     do {                                                                                     \
@@ -49,6 +55,7 @@ typedef struct tcase {
     int fused;
     int64_t R, max_nodes, max_depth, max_children;
     int bias_mask, bad_requests;
+    int filters;
 } tcase;
 
 static const tcase cases[NCASES] = {
@@ -57,7 +64,16 @@ static const tcase cases[NCASES] = {
     {"past 160 rows, fused", 1, 40, 8, 5, 3, 1, 1},
     {"mixed, logits", 0, 10, 12, 4, 4, 1, 1},
     {"chains, logits", 0, 9, 6, 6, 1, 0, 0},
+    {"mixed, logits, filters", 0, 12, 12, 4, 4, 1, 1, 1},
+    {"stars of 16, logits, filt", 0, 8, 16, 1, 16, 0, 0, 1},
 };
+
+/* Filter values of request r (filtered cases): top-k 50, top-p 0.9, min-p
+ * 0.05, all three, k = 1, a wide nucleus, none, and a bad k. */
+enum { NFILT = 8 };
+static const int32_t FILT_K[NFILT] = {50, 0, 0, 50, 1, 0, 0, -1};
+static const float FILT_P[NFILT] = {1.0f, 0.9f, 1.0f, 0.9f, 1.0f, 0.995f, 1.0f, 1.0f};
+static const float FILT_MP[NFILT] = {0.0f, 0.0f, 0.05f, 0.05f, 0.0f, 0.0f, 0.0f, 0.0f};
 
 /* One case's host inputs, shared by every rank. */
 typedef struct tprob {
@@ -68,11 +84,14 @@ typedef struct tprob {
     float *temperature, *bias;
     uint64_t *seed, *offset;
     uint32_t *allowed;
+    int32_t *top_k; /* filtered cases */
+    float *top_p, *min_p;
 } tprob;
 
 /* What a run returns for one case. */
 typedef struct tout {
     int32_t *tok, *path, *nem, *st;
+    int32_t *fb; /* filtered cases: second-pass rows per request */
     float *lp;
     size_t ntok, npath, nreq;
 } tout;
@@ -177,6 +196,16 @@ static void make_case(int ci, tprob *pb)
         pb->seed[r] = 9000 + 31 * (uint64_t)r + (uint64_t)ci;
         pb->offset[r] = (uint64_t)r;
     }
+    if (c->filters) {
+        pb->top_k = malloc(sizeof(int32_t) * (size_t)R);
+        pb->top_p = malloc(sizeof(float) * (size_t)R);
+        pb->min_p = malloc(sizeof(float) * (size_t)R);
+        for (int64_t r = 0; r < R; ++r) {
+            pb->top_k[r] = FILT_K[r % NFILT];
+            pb->top_p[r] = FILT_P[r % NFILT];
+            pb->min_p[r] = FILT_MP[r % NFILT];
+        }
+    }
     /* children: the parent row's argmax for a first child 80% of the time,
        else a uniform token (accepted at high temperature only, rejected
        siblings move the recovery elsewhere) */
@@ -246,6 +275,10 @@ static void run_case(fs_context *ctx, const fs_lm_head *head, const rank_job *jo
     p.offset = upload(pb->offset, sizeof(uint64_t) * (size_t)R);
     p.logit_bias = upload(pb->bias, sizeof(float) * (size_t)(rows * V));
     p.allowed = upload(pb->allowed, sizeof(uint32_t) * (size_t)(rows * pb->words));
+    p.top_k = upload(pb->top_k, sizeof(int32_t) * (size_t)R);
+    p.top_p = upload(pb->top_p, sizeof(float) * (size_t)R);
+    p.min_p = upload(pb->min_p, sizeof(float) * (size_t)R);
+    p.out_filter_fallback = c->filters ? dalloc(sizeof(int32_t) * (size_t)R) : NULL;
 
     size_t ws_bytes = 0;
     FS_OK_(ctx, fs_verify_tree_workspace_size(ctx, R, t->num_nodes, job->vocab_size, &ws_bytes));
@@ -277,6 +310,9 @@ static void run_case(fs_context *ctx, const fs_lm_head *head, const rank_job *jo
     o->nem = malloc(sizeof(int32_t) * o->nreq);
     o->st = malloc(sizeof(int32_t) * o->nreq);
     o->lp = malloc(sizeof(float) * o->ntok);
+    o->fb = calloc(o->nreq, sizeof(int32_t));
+    if (p.out_filter_fallback)
+        download(o->fb, p.out_filter_fallback, sizeof(int32_t) * o->nreq);
     download(o->tok, d_tok, sizeof(int32_t) * o->ntok);
     download(o->path, d_path, sizeof(int32_t) * o->npath);
     download(o->nem, d_nem, sizeof(int32_t) * o->nreq);
@@ -288,6 +324,8 @@ static void run_case(fs_context *ctx, const fs_lm_head *head, const rank_job *jo
     cudaFree((void *)dt.tokens), cudaFree((void *)dt.parents), cudaFree((void *)dt.node_offsets);
     cudaFree((void *)p.temperature), cudaFree((void *)p.seed), cudaFree((void *)p.offset);
     cudaFree((void *)p.logit_bias), cudaFree((void *)p.allowed);
+    cudaFree((void *)p.top_k), cudaFree((void *)p.top_p), cudaFree((void *)p.min_p);
+    cudaFree(p.out_filter_fallback);
 }
 
 static void *run_rank(void *arg)
@@ -328,6 +366,7 @@ static int same_bits(const tout *a, const tout *b)
            !memcmp(a->path, b->path, sizeof(int32_t) * a->npath) &&
            !memcmp(a->nem, b->nem, sizeof(int32_t) * a->nreq) &&
            !memcmp(a->st, b->st, sizeof(int32_t) * a->nreq) &&
+           !memcmp(a->fb, b->fb, sizeof(int32_t) * a->nreq) &&
            !memcmp(a->lp, b->lp, sizeof(float) * a->ntok);
 }
 
@@ -372,17 +411,25 @@ int main(void)
     ref = (rank_job){.rank = 0, .ranks = 1, .vocab_offset = 0, .vocab_size = V};
     run_rank(&ref);
     for (int ci = 0; ci < NCASES; ++ci) {
-        int emitted = 0, failed = 0, deep = 0;
+        int emitted = 0, failed = 0, deep = 0, second = 0, bad_filter = 0;
         for (size_t r = 0; r < ref.out[ci].nreq; ++r) {
             emitted += ref.out[ci].nem[r];
             failed += ref.out[ci].st[r] != FS_ROW_OK;
             deep += ref.out[ci].nem[r] > 2;
+            second += ref.out[ci].fb[r];
+            /* a request with a bad filter value fails (with FS_ROW_BAD_FILTER
+               unless its tree failed first) */
+            if (cases[ci].filters && probs[ci].top_k[r] < 0)
+                bad_filter += ref.out[ci].st[r] != FS_ROW_OK ? 1 : -1000;
         }
         printf("reference %-22s %4lld rows: %d tokens emitted, %d requests past depth 1, "
-               "%d failed requests\n",
-               cases[ci].name, (long long)probs[ci].rows, emitted, deep, failed);
+               "%d failed requests, %d second-pass rows\n",
+               cases[ci].name, (long long)probs[ci].rows, emitted, deep, failed, second);
         CHECK(!cases[ci].bad_requests || failed >= (cases[ci].fused ? 2 : 3),
               "the bad requests must fail");
+        CHECK(!cases[ci].filters || (second > 0 && bad_filter > 0),
+              "%s: a filtered case must take the second pass and fail its bad filter",
+              cases[ci].name);
     }
 
     int failures = 0;
@@ -409,9 +456,13 @@ int main(void)
             for (int k = 1; k < n; ++k)
                 identical &= same_bits(&jobs[k].out[ci], &jobs[0].out[ci]);
             int bad = compare(&jobs[0].out[ci], &ref.out[ci], ci, n);
-            printf("TP=%d %-22s ranks %s, vs one GPU: %s (%d requests differ)\n", n,
-                   cases[ci].name, identical ? "bit-identical" : "DIFFER",
-                   bad ? "DIFFERS" : "equal", bad);
+            int second = 0;
+            for (size_t r = 0; r < jobs[0].out[ci].nreq; ++r)
+                second += jobs[0].out[ci].fb[r];
+            printf("TP=%d %-22s ranks %s, vs one GPU: %s (%d requests differ), %d second-pass "
+                   "rows\n",
+                   n, cases[ci].name, identical ? "bit-identical" : "DIFFER",
+                   bad ? "DIFFERS" : "equal", bad, second);
             failures += !identical || bad;
         }
     }
