@@ -29,7 +29,10 @@
  *
  * Everything is enqueued on the context's stream: no allocation, no host
  * synchronisation, no copy to the host (graph-capturable), as for the chain
- * ops; per-request failures are in out_row_status only.
+ * ops -- with their one exception: a filtered call on a sharded context
+ * reads the count of rows handed to the second pass to the host unless the
+ * stream is being captured (fs_tp_filter_second_pass).  Per-request
+ * failures are in out_row_status only.
  *
  * Workspace layout (each region on a 256-byte boundary, the first at the
  * caller's pointer rounded up):
