@@ -28,21 +28,9 @@
 #include "flashspec.h"
 
 #ifdef FS_HAVE_NCCL
-#include <nccl.h>
+#include "tp_util.h"
 
 enum { ROWS = 37, D = 512, V = 50021, REQS = 9, MAXD = 4, MAXRANKS = 8 };
-
-#define CHECK(cond, ...)                                                                     \
-    do {                                                                                     \
-        if (!(cond)) {                                                                       \
-            fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);                                  \
-            fprintf(stderr, __VA_ARGS__);                                                    \
-            fprintf(stderr, "\n");                                                           \
-            exit(1);                                                                         \
-        }                                                                                    \
-    } while (0)
-#define CUDA_OK(x) CHECK((x) == cudaSuccess, "%s failed", #x)
-#define FS_OK_(ctx, x) CHECK((x) == FS_OK, "%s: %s", #x, fs_context_last_error(ctx))
 
 /* Filter cases; per-row values, bias + mask and bad values use the table
    below row by row. */
@@ -96,13 +84,6 @@ typedef struct rank_job {
     outputs *out;
 } rank_job;
 
-static uint16_t to_bf16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-}
-
 static double uniform01(uint64_t *s)
 {
     *s = *s * 6364136223846793005ull + 1442695040888963407ull;
@@ -115,9 +96,9 @@ static void make_inputs(void)
     h_weight = malloc(sizeof(uint16_t) * V * D);
     h_hidden = malloc(sizeof(uint16_t) * ROWS * D);
     for (int64_t i = 0; i < (int64_t)V * D; ++i) /* logits of std ~3 */
-        h_weight[i] = to_bf16((float)((uniform01(&s) - 0.5) * 3.46 * 3.0 / sqrt(D)));
+        h_weight[i] = tp_to_bf16((float)((uniform01(&s) - 0.5) * 3.46 * 3.0 / sqrt(D)));
     for (int64_t i = 0; i < (int64_t)ROWS * D; ++i)
-        h_hidden[i] = to_bf16((float)((uniform01(&s) - 0.5) * 3.46));
+        h_hidden[i] = tp_to_bf16((float)((uniform01(&s) - 0.5) * 3.46));
     for (int r = 0; r < ROWS; ++r) {
         h_temp[r] = r % 3 == 0 ? 0.0f : (r % 3 == 1 ? 0.7f : 1.3f);
         h_seed[r] = 1000 + 7 * (uint64_t)r;
@@ -140,11 +121,11 @@ static void make_inputs(void)
     float *wf = malloc(sizeof(float) * V * D), hf[D];
     for (int64_t i = 0; i < (int64_t)V * D; ++i) {
         wf[i] = (float)((int)(uniform01(&s) * 9.0) - 4) / 8.0f;
-        h_xweight[i] = to_bf16(wf[i]);
+        h_xweight[i] = tp_to_bf16(wf[i]);
     }
     for (int r = 0; r < ROWS; ++r)
         for (int k = 0; k < D; ++k)
-            h_xhidden[r * D + k] = to_bf16((float)((int)(uniform01(&s) * 5.0) - 2) / 2.0f);
+            h_xhidden[r * D + k] = tp_to_bf16((float)((int)(uniform01(&s) * 5.0) - 2) / 2.0f);
     /* drafts: each position's argmax (row begin + r + j of the target), so
        that verify accepts some */
     for (int r = 0; r < REQS; ++r)
@@ -192,46 +173,19 @@ static void make_inputs(void)
     h_fp[FCASES - 1][11] = 0.0f;
 }
 
-static void *dalloc(size_t bytes)
-{
-    void *d = NULL;
-    CUDA_OK(cudaMalloc(&d, bytes));
-    return d;
-}
-
-static void *upload(const void *src, size_t bytes)
-{
-    void *d = dalloc(bytes);
-    CUDA_OK(cudaMemcpy(d, src, bytes, cudaMemcpyHostToDevice));
-    return d;
-}
-
-static void download(void *dst, const void *src, size_t bytes)
-{
-    CUDA_OK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
-}
-
 static void *run_rank(void *arg)
 {
     rank_job *job = arg;
-    CUDA_OK(cudaSetDevice(job->rank));
-    fs_context *ctx = NULL;
-    CHECK(fs_context_create(&ctx, FS_DEVICE_CUDA, job->rank) == FS_OK, "context on GPU %d",
-          job->rank);
-    ncclComm_t comm = NULL;
-    if (job->ranks > 1) {
-        CHECK(ncclCommInitRank(&comm, job->ranks, job->id, job->rank) == ncclSuccess,
-              "ncclCommInitRank rank %d", job->rank);
-        FS_OK_(ctx, fs_context_set_vocab_shard(ctx, comm, job->vocab_offset, V));
-    }
-    fs_lm_head head = {upload(h_weight + job->vocab_offset * D,
+    ncclComm_t comm;
+    fs_context *ctx = tp_open_rank(job->rank, job->ranks, &job->id, job->vocab_offset, V, &comm);
+    fs_lm_head head = {tp_upload(h_weight + job->vocab_offset * D,
                               sizeof(uint16_t) * job->vocab_size * D),
                        job->vocab_size, D, FS_DTYPE_BF16};
-    void *hidden = upload(h_hidden, sizeof(uint16_t) * ROWS * D);
-    fs_sampling p = {upload(h_temp, sizeof h_temp), upload(h_seed, sizeof h_seed),
-                     upload(h_off, sizeof h_off), NULL, NULL};
-    fs_drafts dr = {REQS, n_drafts, MAXD, upload(h_drafts, sizeof(int32_t) * (size_t)n_drafts),
-                    upload(h_offsets, sizeof h_offsets)};
+    void *hidden = tp_upload(h_hidden, sizeof(uint16_t) * ROWS * D);
+    fs_sampling p = {tp_upload(h_temp, sizeof h_temp), tp_upload(h_seed, sizeof h_seed),
+                     tp_upload(h_off, sizeof h_off), NULL, NULL};
+    fs_drafts dr = {REQS, n_drafts, MAXD, tp_upload(h_drafts, sizeof(int32_t) * (size_t)n_drafts),
+                    tp_upload(h_offsets, sizeof h_offsets)};
 
     size_t ws_bytes = 0, b;
     FS_OK_(ctx, fs_sample_workspace_size(ctx, ROWS, job->vocab_size, &b));
@@ -240,40 +194,40 @@ static void *run_rank(void *arg)
     ws_bytes = b > ws_bytes ? b : ws_bytes;
     FS_OK_(ctx, fs_verify_workspace_size(ctx, REQS, n_drafts, job->vocab_size, &b));
     ws_bytes = b > ws_bytes ? b : ws_bytes;
-    void *ws = dalloc(ws_bytes);
+    void *ws = tp_dalloc(ws_bytes);
     outputs o;
-    int32_t *d_tok = dalloc(sizeof o.verify_tok), *d_st = dalloc(sizeof o.sample_st),
-            *d_n = dalloc(sizeof o.verify_n);
-    float *d_val = dalloc(sizeof o.verify_lp);
+    int32_t *d_tok = tp_dalloc(sizeof o.verify_tok), *d_st = tp_dalloc(sizeof o.sample_st),
+            *d_n = tp_dalloc(sizeof o.verify_n);
+    float *d_val = tp_dalloc(sizeof o.verify_lp);
 
     FS_OK_(ctx, fs_sample(ctx, &head, hidden, ROWS, &p, ws, ws_bytes, d_tok, d_val, d_st));
-    download(o.sample_tok, d_tok, sizeof o.sample_tok);
-    download(o.sample_lp, d_val, sizeof o.sample_lp);
-    download(o.sample_st, d_st, sizeof o.sample_st);
+    tp_download(o.sample_tok, d_tok, sizeof o.sample_tok);
+    tp_download(o.sample_lp, d_val, sizeof o.sample_lp);
+    tp_download(o.sample_st, d_st, sizeof o.sample_st);
 
     FS_OK_(ctx, fs_draft_argmax(ctx, &head, hidden, ROWS, ws, ws_bytes, d_tok, d_val, d_st));
-    download(o.argmax_tok, d_tok, sizeof o.argmax_tok);
-    download(o.argmax_val, d_val, sizeof o.argmax_val);
-    download(o.argmax_st, d_st, sizeof o.argmax_st);
+    tp_download(o.argmax_tok, d_tok, sizeof o.argmax_tok);
+    tp_download(o.argmax_val, d_val, sizeof o.argmax_val);
+    tp_download(o.argmax_st, d_st, sizeof o.argmax_st);
 
     FS_OK_(ctx, fs_verify(ctx, &head, hidden, &dr, &p, ws, ws_bytes, d_tok, d_n, d_val, d_st));
-    download(o.verify_tok, d_tok, sizeof o.verify_tok);
-    download(o.verify_lp, d_val, sizeof o.verify_lp);
-    download(o.verify_n, d_n, sizeof o.verify_n);
-    download(o.verify_st, d_st, sizeof o.verify_st);
+    tp_download(o.verify_tok, d_tok, sizeof o.verify_tok);
+    tp_download(o.verify_lp, d_val, sizeof o.verify_lp);
+    tp_download(o.verify_n, d_n, sizeof o.verify_n);
+    tp_download(o.verify_st, d_st, sizeof o.verify_st);
     CUDA_OK(cudaDeviceSynchronize());
 
     /* the filters, on the exact head */
-    fs_lm_head xhead = {upload(h_xweight + job->vocab_offset * D,
+    fs_lm_head xhead = {tp_upload(h_xweight + job->vocab_offset * D,
                                sizeof(uint16_t) * job->vocab_size * D),
                         job->vocab_size, D, FS_DTYPE_BF16};
-    void *xhidden = upload(h_xhidden, sizeof(uint16_t) * ROWS * D);
-    float *d_bias = upload(h_bias, sizeof(float) * ROWS * V);
-    uint32_t *d_mask = upload(h_mask, sizeof(uint32_t) * ROWS * ((V + 31) / 32));
-    int32_t *d_fk = upload(h_fk, sizeof h_fk), *d_fb = dalloc(sizeof(int32_t) * ROWS);
-    float *d_fp = upload(h_fp, sizeof h_fp), *d_fmp = upload(h_fmp, sizeof h_fmp);
+    void *xhidden = tp_upload(h_xhidden, sizeof(uint16_t) * ROWS * D);
+    float *d_bias = tp_upload(h_bias, sizeof(float) * ROWS * V);
+    uint32_t *d_mask = tp_upload(h_mask, sizeof(uint32_t) * ROWS * ((V + 31) / 32));
+    int32_t *d_fk = tp_upload(h_fk, sizeof h_fk), *d_fb = tp_dalloc(sizeof(int32_t) * ROWS);
+    float *d_fp = tp_upload(h_fp, sizeof h_fp), *d_fmp = tp_upload(h_fmp, sizeof h_fmp);
     fs_drafts xdr = dr;
-    xdr.draft_tokens = upload(h_xdrafts, sizeof(int32_t) * (size_t)n_drafts);
+    xdr.draft_tokens = tp_upload(h_xdrafts, sizeof(int32_t) * (size_t)n_drafts);
     for (int c = 0; c < FCASES; ++c) {
         fs_sampling fp = p;
         fp.top_k = d_fk + c * ROWS;
@@ -285,17 +239,17 @@ static void *run_rank(void *arg)
             fp.allowed = d_mask;
         }
         FS_OK_(ctx, fs_sample(ctx, &xhead, xhidden, ROWS, &fp, ws, ws_bytes, d_tok, d_val, d_st));
-        download(o.fs_tok[c], d_tok, sizeof o.fs_tok[c]);
-        download(o.fs_lp[c], d_val, sizeof o.fs_lp[c]);
-        download(o.fs_st[c], d_st, sizeof o.fs_st[c]);
-        download(o.fs_fb[c], d_fb, sizeof o.fs_fb[c]);
+        tp_download(o.fs_tok[c], d_tok, sizeof o.fs_tok[c]);
+        tp_download(o.fs_lp[c], d_val, sizeof o.fs_lp[c]);
+        tp_download(o.fs_st[c], d_st, sizeof o.fs_st[c]);
+        tp_download(o.fs_fb[c], d_fb, sizeof o.fs_fb[c]);
         FS_OK_(ctx, fs_verify(ctx, &xhead, xhidden, &xdr, &fp, ws, ws_bytes, d_tok, d_n, d_val,
                               d_st));
-        download(o.fv_tok[c], d_tok, sizeof o.fv_tok[c]);
-        download(o.fv_lp[c], d_val, sizeof o.fv_lp[c]);
-        download(o.fv_n[c], d_n, sizeof o.fv_n[c]);
-        download(o.fv_st[c], d_st, sizeof o.fv_st[c]);
-        download(o.fv_fb[c], d_fb, sizeof o.fv_fb[c]);
+        tp_download(o.fv_tok[c], d_tok, sizeof o.fv_tok[c]);
+        tp_download(o.fv_lp[c], d_val, sizeof o.fv_lp[c]);
+        tp_download(o.fv_n[c], d_n, sizeof o.fv_n[c]);
+        tp_download(o.fv_st[c], d_st, sizeof o.fv_st[c]);
+        tp_download(o.fv_fb[c], d_fb, sizeof o.fv_fb[c]);
     }
     {
         /* case FCAPTURED's sample captured in a graph on a stream of its
@@ -317,10 +271,10 @@ static void *run_rank(void *arg)
         CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
         CUDA_OK(cudaGraphLaunch(exec, st));
         CUDA_OK(cudaStreamSynchronize(st));
-        download(o.fcapt_tok, d_tok, sizeof o.fcapt_tok);
-        download(o.fcapt_lp, d_val, sizeof o.fcapt_lp);
-        download(o.fcapt_st, d_st, sizeof o.fcapt_st);
-        download(o.fcapt_fb, d_fb, sizeof o.fcapt_fb);
+        tp_download(o.fcapt_tok, d_tok, sizeof o.fcapt_tok);
+        tp_download(o.fcapt_lp, d_val, sizeof o.fcapt_lp);
+        tp_download(o.fcapt_st, d_st, sizeof o.fcapt_st);
+        tp_download(o.fcapt_fb, d_fb, sizeof o.fcapt_fb);
         FS_OK_(ctx, fs_context_set_stream(ctx, NULL));
         cudaGraphExecDestroy(exec);
         cudaGraphDestroy(graph);
@@ -332,19 +286,12 @@ static void *run_rank(void *arg)
     cudaFree(d_fk), cudaFree(d_fb), cudaFree(d_fp), cudaFree(d_fmp);
     cudaFree((void *)xdr.draft_tokens);
 
-    if (comm)
-        ncclCommDestroy(comm);
-    fs_context_destroy(ctx);
+    tp_close_rank(ctx, comm);
     cudaFree(ws), cudaFree(d_tok), cudaFree(d_st), cudaFree(d_n), cudaFree(d_val);
     cudaFree((void *)head.weight), cudaFree(hidden);
     cudaFree((void *)p.temperature), cudaFree((void *)p.seed), cudaFree((void *)p.offset);
     cudaFree((void *)dr.draft_tokens), cudaFree((void *)dr.draft_offsets);
     return NULL;
-}
-
-static int near(float a, float b)
-{
-    return fabsf(a - b) <= 1e-4f * (1.0f + fabsf(b));
 }
 
 /* Tokens and statuses must match exactly; logprobs up to the rounding of the
@@ -354,7 +301,7 @@ static int compare(const outputs *a, const outputs *ref, const char *what)
     int bad = 0;
     for (int r = 0; r < ROWS; ++r) {
         bad += a->sample_tok[r] != ref->sample_tok[r] || a->sample_st[r] != ref->sample_st[r] ||
-               !near(a->sample_lp[r], ref->sample_lp[r]);
+               !tp_near(a->sample_lp[r], ref->sample_lp[r]);
         bad += a->argmax_tok[r] != ref->argmax_tok[r] || a->argmax_val[r] != ref->argmax_val[r];
     }
     for (int r = 0; r < REQS; ++r) {
@@ -363,7 +310,7 @@ static int compare(const outputs *a, const outputs *ref, const char *what)
             int i = r * (MAXD + 1) + k;
             bad += a->verify_tok[i] != ref->verify_tok[i];
             if (k < a->verify_n[r])
-                bad += !near(a->verify_lp[i], ref->verify_lp[i]);
+                bad += !tp_near(a->verify_lp[i], ref->verify_lp[i]);
         }
     }
     printf("%-28s %s (%d mismatching fields)\n", what, bad ? "DIFFERS" : "equal", bad);
@@ -374,7 +321,7 @@ static int compare(const outputs *a, const outputs *ref, const char *what)
             cb += a->fs_tok[c][r] != ref->fs_tok[c][r] || a->fs_st[c][r] != ref->fs_st[c][r] ||
                   a->fs_fb[c][r] != ref->fs_fb[c][r];
             if (ref->fs_st[c][r] == FS_ROW_OK)
-                cb += !near(a->fs_lp[c][r], ref->fs_lp[c][r]);
+                cb += !tp_near(a->fs_lp[c][r], ref->fs_lp[c][r]);
             fallbacks += ref->fs_fb[c][r];
         }
         for (int r = 0; r < REQS; ++r) {
@@ -386,7 +333,7 @@ static int compare(const outputs *a, const outputs *ref, const char *what)
                 int i = r * (MAXD + 1) + k;
                 cb += a->fv_tok[c][i] != ref->fv_tok[c][i];
                 if (k < a->fv_n[c][r] && ref->fv_st[c][r] == FS_ROW_OK)
-                    cb += !near(a->fv_lp[c][i], ref->fv_lp[c][i]);
+                    cb += !tp_near(a->fv_lp[c][i], ref->fv_lp[c][i]);
             }
         }
         printf("  filters %-24s %s (%d mismatching fields; reference: %d second-pass rows, "
@@ -399,7 +346,7 @@ static int compare(const outputs *a, const outputs *ref, const char *what)
         /* captured: the same as the reference's uncaptured call */
         const int c = FCAPTURED;
         cb += a->fcapt_tok[r] != ref->fs_tok[c][r] || a->fcapt_st[r] != ref->fs_st[c][r] ||
-              a->fcapt_fb[r] != ref->fs_fb[c][r] || !near(a->fcapt_lp[r], ref->fs_lp[c][r]);
+              a->fcapt_fb[r] != ref->fs_fb[c][r] || !tp_near(a->fcapt_lp[r], ref->fs_lp[c][r]);
     }
     printf("  filters %-24s %s (%d mismatching fields)\n", "graph-captured sample",
            cb ? "DIFFERS" : "equal", cb);
@@ -434,16 +381,11 @@ static int run_all(int ranks, const char *mode)
         pthread_t th[MAXRANKS];
         ncclUniqueId id;
         CHECK(ncclGetUniqueId(&id) == ncclSuccess, "ncclGetUniqueId");
-        /* ragged shards: rank k holds a share proportional to k + 1, cut on a
-           noise-block boundary (16 token ids), as fs_context_set_vocab_shard
-           requires; the last shard's odd end is the vocabulary's */
-        int64_t total_w = (int64_t)n * (n + 1) / 2, at = 0;
-        for (int k = 0; k < n; ++k) {
-            int64_t size = k == n - 1 ? V - at : ((int64_t)V * (k + 1) / total_w) / 16 * 16;
-            jobs[k] = (rank_job){.rank = k, .ranks = n, .vocab_offset = at, .vocab_size = size,
-                                 .id = id, .out = &outs[k]};
-            at += size;
-        }
+        int64_t offset[MAXRANKS], size[MAXRANKS];
+        tp_ragged_shards(n, V, offset, size);
+        for (int k = 0; k < n; ++k)
+            jobs[k] = (rank_job){.rank = k, .ranks = n, .vocab_offset = offset[k],
+                                 .vocab_size = size[k], .id = id, .out = &outs[k]};
         for (int k = 0; k < n; ++k)
             CHECK(pthread_create(&th[k], NULL, run_rank, &jobs[k]) == 0, "pthread_create");
         for (int k = 0; k < n; ++k)

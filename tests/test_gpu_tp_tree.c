@@ -30,25 +30,12 @@
 #include "flashspec.h"
 
 #ifdef FS_HAVE_NCCL
-#include <cuda_runtime_api.h>
-#include <nccl.h>
+#include "tp_util.h"
 
 #include "fs_test.h"
 #include "tree_test.h"
 
 enum { V = 50021, D = 256, MAXRANKS = 8, NCASES = 7 };
-
-#define CHECK(cond, ...)                                                                     \
-    do {                                                                                     \
-        if (!(cond)) {                                                                       \
-            fprintf(stderr, "%s:%d: ", __FILE__, __LINE__);                                  \
-            fprintf(stderr, __VA_ARGS__);                                                    \
-            fprintf(stderr, "\n");                                                           \
-            exit(1);                                                                         \
-        }                                                                                    \
-    } while (0)
-#define CUDA_OK(x) CHECK((x) == cudaSuccess, "%s failed", #x)
-#define FS_OK_(ctx, x) CHECK((x) == FS_OK, "%s: %s", #x, fs_context_last_error(ctx))
 
 typedef struct tcase {
     const char *name;
@@ -99,40 +86,12 @@ typedef struct tout {
 static uint16_t *h_weight; /* [V, D] bf16 */
 static tprob probs[NCASES];
 
-static uint16_t to_bf16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-}
-
 static float from_bf16(uint16_t b)
 {
     uint32_t u = (uint32_t)b << 16;
     float f;
     memcpy(&f, &u, 4);
     return f;
-}
-
-static void *dalloc(size_t bytes)
-{
-    void *d = NULL;
-    CUDA_OK(cudaMalloc(&d, bytes ? bytes : 1));
-    return d;
-}
-
-static void *upload(const void *src, size_t bytes)
-{
-    if (!src)
-        return NULL;
-    void *d = dalloc(bytes);
-    CUDA_OK(cudaMemcpy(d, src, bytes, cudaMemcpyHostToDevice));
-    return d;
-}
-
-static void download(void *dst, const void *src, size_t bytes)
-{
-    CUDA_OK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
 }
 
 /* Row `row`'s best allowed score (after bias) and its token, on the host in
@@ -173,7 +132,7 @@ static void make_case(int ci, tprob *pb)
     if (c->fused) {
         pb->hidden = malloc(sizeof(uint16_t) * (size_t)(rows * D));
         for (int64_t i = 0; i < rows * D; ++i)
-            pb->hidden[i] = to_bf16((float)((fst_unif(&g) - 0.5) * 3.46));
+            pb->hidden[i] = tp_to_bf16((float)((fst_unif(&g) - 0.5) * 3.46));
     } else {
         pb->logits = malloc(sizeof(float) * (size_t)(rows * V));
         for (int64_t i = 0; i < rows * V; ++i) /* a heavy top: cubed uniforms, std ~2.5 */
@@ -265,33 +224,33 @@ static void run_case(fs_context *ctx, const fs_lm_head *head, const rank_job *jo
     const fs_draft_tree *t = &pb->tr.t;
     const int64_t R = c->R, S = t->max_depth + 1, rows = pb->rows;
     fs_draft_tree dt = *t;
-    dt.tokens = upload(t->tokens, sizeof(int32_t) * (size_t)t->num_nodes);
-    dt.parents = upload(t->parents, sizeof(int32_t) * (size_t)t->num_nodes);
-    dt.node_offsets = upload(t->node_offsets, sizeof(int32_t) * (size_t)(R + 1));
+    dt.tokens = tp_upload(t->tokens, sizeof(int32_t) * (size_t)t->num_nodes);
+    dt.parents = tp_upload(t->parents, sizeof(int32_t) * (size_t)t->num_nodes);
+    dt.node_offsets = tp_upload(t->node_offsets, sizeof(int32_t) * (size_t)(R + 1));
     fs_sampling p;
     memset(&p, 0, sizeof p);
-    p.temperature = upload(pb->temperature, sizeof(float) * (size_t)R);
-    p.seed = upload(pb->seed, sizeof(uint64_t) * (size_t)R);
-    p.offset = upload(pb->offset, sizeof(uint64_t) * (size_t)R);
-    p.logit_bias = upload(pb->bias, sizeof(float) * (size_t)(rows * V));
-    p.allowed = upload(pb->allowed, sizeof(uint32_t) * (size_t)(rows * pb->words));
-    p.top_k = upload(pb->top_k, sizeof(int32_t) * (size_t)R);
-    p.top_p = upload(pb->top_p, sizeof(float) * (size_t)R);
-    p.min_p = upload(pb->min_p, sizeof(float) * (size_t)R);
-    p.out_filter_fallback = c->filters ? dalloc(sizeof(int32_t) * (size_t)R) : NULL;
+    p.temperature = tp_upload(pb->temperature, sizeof(float) * (size_t)R);
+    p.seed = tp_upload(pb->seed, sizeof(uint64_t) * (size_t)R);
+    p.offset = tp_upload(pb->offset, sizeof(uint64_t) * (size_t)R);
+    p.logit_bias = tp_upload(pb->bias, sizeof(float) * (size_t)(rows * V));
+    p.allowed = tp_upload(pb->allowed, sizeof(uint32_t) * (size_t)(rows * pb->words));
+    p.top_k = tp_upload(pb->top_k, sizeof(int32_t) * (size_t)R);
+    p.top_p = tp_upload(pb->top_p, sizeof(float) * (size_t)R);
+    p.min_p = tp_upload(pb->min_p, sizeof(float) * (size_t)R);
+    p.out_filter_fallback = c->filters ? tp_dalloc(sizeof(int32_t) * (size_t)R) : NULL;
 
     size_t ws_bytes = 0;
     FS_OK_(ctx, fs_verify_tree_workspace_size(ctx, R, t->num_nodes, job->vocab_size, &ws_bytes));
-    void *ws = dalloc(ws_bytes);
+    void *ws = tp_dalloc(ws_bytes);
     o->ntok = (size_t)(R * S);
     o->npath = (size_t)(R * t->max_depth);
     o->nreq = (size_t)R;
-    int32_t *d_tok = dalloc(sizeof(int32_t) * o->ntok), *d_path = dalloc(sizeof(int32_t) * o->npath);
-    int32_t *d_nem = dalloc(sizeof(int32_t) * o->nreq), *d_st = dalloc(sizeof(int32_t) * o->nreq);
-    float *d_lp = dalloc(sizeof(float) * o->ntok);
+    int32_t *d_tok = tp_dalloc(sizeof(int32_t) * o->ntok), *d_path = tp_dalloc(sizeof(int32_t) * o->npath);
+    int32_t *d_nem = tp_dalloc(sizeof(int32_t) * o->nreq), *d_st = tp_dalloc(sizeof(int32_t) * o->nreq);
+    float *d_lp = tp_dalloc(sizeof(float) * o->ntok);
     void *shard_input = NULL;
     if (c->fused) {
-        shard_input = upload(pb->hidden, sizeof(uint16_t) * (size_t)(rows * D));
+        shard_input = tp_upload(pb->hidden, sizeof(uint16_t) * (size_t)(rows * D));
         FS_OK_(ctx, fs_verify_tree(ctx, head, shard_input, &dt, &p, ws, ws_bytes, d_tok, d_path,
                                    d_nem, d_lp, d_st));
     } else {
@@ -300,7 +259,7 @@ static void run_case(fs_context *ctx, const fs_lm_head *head, const rank_job *jo
         for (int64_t r = 0; r < rows; ++r)
             memcpy(cols + r * job->vocab_size, pb->logits + r * V + job->vocab_offset,
                    sizeof(float) * (size_t)job->vocab_size);
-        shard_input = upload(cols, sizeof(float) * (size_t)(rows * job->vocab_size));
+        shard_input = tp_upload(cols, sizeof(float) * (size_t)(rows * job->vocab_size));
         free(cols);
         FS_OK_(ctx, fs_verify_tree_logits(ctx, shard_input, FS_DTYPE_F32, job->vocab_size, &dt, &p,
                                           ws, ws_bytes, d_tok, d_path, d_nem, d_lp, d_st));
@@ -312,12 +271,12 @@ static void run_case(fs_context *ctx, const fs_lm_head *head, const rank_job *jo
     o->lp = malloc(sizeof(float) * o->ntok);
     o->fb = calloc(o->nreq, sizeof(int32_t));
     if (p.out_filter_fallback)
-        download(o->fb, p.out_filter_fallback, sizeof(int32_t) * o->nreq);
-    download(o->tok, d_tok, sizeof(int32_t) * o->ntok);
-    download(o->path, d_path, sizeof(int32_t) * o->npath);
-    download(o->nem, d_nem, sizeof(int32_t) * o->nreq);
-    download(o->st, d_st, sizeof(int32_t) * o->nreq);
-    download(o->lp, d_lp, sizeof(float) * o->ntok);
+        tp_download(o->fb, p.out_filter_fallback, sizeof(int32_t) * o->nreq);
+    tp_download(o->tok, d_tok, sizeof(int32_t) * o->ntok);
+    tp_download(o->path, d_path, sizeof(int32_t) * o->npath);
+    tp_download(o->nem, d_nem, sizeof(int32_t) * o->nreq);
+    tp_download(o->st, d_st, sizeof(int32_t) * o->nreq);
+    tp_download(o->lp, d_lp, sizeof(float) * o->ntok);
     CUDA_OK(cudaDeviceSynchronize());
     cudaFree(ws), cudaFree(d_tok), cudaFree(d_path), cudaFree(d_nem), cudaFree(d_st);
     cudaFree(d_lp), cudaFree(shard_input);
@@ -331,33 +290,16 @@ static void run_case(fs_context *ctx, const fs_lm_head *head, const rank_job *jo
 static void *run_rank(void *arg)
 {
     rank_job *job = arg;
-    CUDA_OK(cudaSetDevice(job->rank));
-    fs_context *ctx = NULL;
-    CHECK(fs_context_create(&ctx, FS_DEVICE_CUDA, job->rank) == FS_OK, "context on GPU %d",
-          job->rank);
-    ncclComm_t comm = NULL;
-    if (job->ranks > 1) {
-        CHECK(ncclCommInitRank(&comm, job->ranks, job->id, job->rank) == ncclSuccess,
-              "ncclCommInitRank rank %d", job->rank);
-        FS_OK_(ctx, fs_context_set_vocab_shard(ctx, comm, job->vocab_offset, V));
-    }
-    fs_lm_head head = {upload(h_weight + job->vocab_offset * D,
+    ncclComm_t comm;
+    fs_context *ctx = tp_open_rank(job->rank, job->ranks, &job->id, job->vocab_offset, V, &comm);
+    fs_lm_head head = {tp_upload(h_weight + job->vocab_offset * D,
                               sizeof(uint16_t) * (size_t)(job->vocab_size * D)),
                        job->vocab_size, D, FS_DTYPE_BF16};
     for (int ci = 0; ci < NCASES; ++ci)
         run_case(ctx, &head, job, ci, &job->out[ci]);
-    if (comm)
-        ncclCommDestroy(comm);
     cudaFree((void *)head.weight);
-    fs_context_destroy(ctx);
+    tp_close_rank(ctx, comm);
     return NULL;
-}
-
-static int near(float a, float b)
-{
-    if (isnan(a) || isnan(b))
-        return isnan(a) && isnan(b);
-    return fabsf(a - b) <= 1e-4f * (1.0f + fabsf(b));
 }
 
 static int same_bits(const tout *a, const tout *b)
@@ -379,7 +321,7 @@ static int compare(const tout *a, const tout *ref, int ci, int tp)
         int req_bad = a->nem[r] != ref->nem[r] || a->st[r] != ref->st[r];
         for (int64_t k = 0; k < S; ++k) {
             req_bad |= a->tok[r * S + k] != ref->tok[r * S + k];
-            req_bad |= !near(a->lp[r * S + k], ref->lp[r * S + k]);
+            req_bad |= !tp_near(a->lp[r * S + k], ref->lp[r * S + k]);
         }
         for (int64_t k = 0; k < MD; ++k)
             req_bad |= a->path[r * MD + k] != ref->path[r * MD + k];
@@ -403,7 +345,7 @@ int main(void)
     fst_rng_seed(&g, 99);
     h_weight = malloc(sizeof(uint16_t) * (size_t)V * D);
     for (int64_t i = 0; i < (int64_t)V * D; ++i) /* logits of std ~3 */
-        h_weight[i] = to_bf16((float)((fst_unif(&g) - 0.5) * 3.46 * 3.0 / sqrt(D)));
+        h_weight[i] = tp_to_bf16((float)((fst_unif(&g) - 0.5) * 3.46 * 3.0 / sqrt(D)));
     for (int ci = 0; ci < NCASES; ++ci)
         make_case(ci, &probs[ci]);
 
@@ -438,15 +380,11 @@ int main(void)
         pthread_t th[MAXRANKS];
         ncclUniqueId id;
         CHECK(ncclGetUniqueId(&id) == ncclSuccess, "ncclGetUniqueId");
-        /* ragged shards on noise-block boundaries (16 ids): rank k holds a
-           share proportional to k + 1; the last one ends at the odd V */
-        int64_t total_w = (int64_t)n * (n + 1) / 2, at = 0;
-        for (int k = 0; k < n; ++k) {
-            int64_t size = k == n - 1 ? V - at : ((int64_t)V * (k + 1) / total_w) / 16 * 16;
-            jobs[k] = (rank_job){.rank = k, .ranks = n, .vocab_offset = at, .vocab_size = size,
-                                 .id = id};
-            at += size;
-        }
+        int64_t offset[MAXRANKS], size[MAXRANKS];
+        tp_ragged_shards(n, V, offset, size);
+        for (int k = 0; k < n; ++k)
+            jobs[k] = (rank_job){.rank = k, .ranks = n, .vocab_offset = offset[k],
+                                 .vocab_size = size[k], .id = id};
         for (int k = 0; k < n; ++k)
             CHECK(pthread_create(&th[k], NULL, run_rank, &jobs[k]) == 0, "pthread_create");
         for (int k = 0; k < n; ++k)
