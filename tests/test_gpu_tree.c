@@ -666,6 +666,32 @@ static float *zipf_bias(uint64_t seed, int64_t rows, int64_t V)
  * states of multiples of 1/2 (bf16), or logits of multiples of 1/16 (fp32).
  * Every score is then the same float on both contexts, so the kept sets,
  * the noise and the walks must agree exactly. */
+/* The allowed token of `row` with the highest score (logit + bias) strictly
+ * below the row's top score, the lowest id among equals; the top token when
+ * every allowed token ties. */
+static int32_t runner_up(const tprob *pb, int64_t row)
+{
+    const int64_t V = pb->c.V, W = fst_mask_words(V);
+    const double *l = pb->ref + row * V;
+    const float *bias = pb->bias ? pb->bias + row * V : NULL;
+    const uint32_t *al = pb->allowed ? pb->allowed + row * W : NULL;
+    double top = -INFINITY, second = -INFINITY;
+    int32_t top_id = 0, second_id = -1;
+    for (int64_t v = 0; v < V; ++v) {
+        if (al && !((al[v / 32] >> (v % 32)) & 1u))
+            continue;
+        const double sc = l[v] + (bias ? bias[v] : 0.0f);
+        if (sc > top) {
+            if (top > -INFINITY)
+                second = top, second_id = top_id;
+            top = sc, top_id = (int32_t)v;
+        } else if (sc < top && sc > second) {
+            second = sc, second_id = (int32_t)v;
+        }
+    }
+    return second_id >= 0 ? second_id : top_id;
+}
+
 static void make_filter_problem(const fcase *fc, uint64_t seed, tprob *pb)
 {
     memset(pb, 0, sizeof *pb);
@@ -717,6 +743,10 @@ static void make_filter_problem(const fcase *fc, uint64_t seed, tprob *pb)
         pb->top_k[r] = FILT_K[r % NFILT];
         pb->top_p[r] = FILT_P[r % NFILT];
         pb->min_p[r] = FILT_MP[r % NFILT];
+        /* the temperature cycle would make every top-k 1 request greedy
+           (r = 4 + 11 m), where the filters change nothing: sample them */
+        if (pb->top_k[r] == 1)
+            pb->temperature[r] = 1.0f;
     }
     if (fc->peaked)
         pb->bias = zipf_bias(seed + 1, rows, V);
@@ -733,6 +763,26 @@ static void make_filter_problem(const fcase *fc, uint64_t seed, tprob *pb)
     pb->p.top_p = pb->top_p;
     pb->p.min_p = pb->min_p;
     fstt_choose_tokens(&pb->tr, pb->ref, V, &pb->p, seed);
+    /* power against a kept record that leaves the scan's children's
+       scores: under top-k 1 the first child of every node is its row's
+       best token strictly below the top score -- outside F, so never
+       accepted, where a walk that reads its unfiltered score (against the
+       kept log-sum-exp, i.e. the top score alone) would accept it with
+       probability exp(s_2 - s_1), near 1 on these grids */
+    const fs_draft_tree *t = &pb->tr.t;
+    for (int64_t r = 0; r < R; ++r) {
+        if (pb->top_k[r] != 1)
+            continue;
+        const int64_t b = t->node_offsets[r], n = t->node_offsets[r + 1] - b;
+        for (int64_t i = 0; i < n; ++i) {
+            const int32_t up = pb->tr.parents[b + i];
+            int first = 1;
+            for (int64_t j = 0; j < i; ++j)
+                first &= pb->tr.parents[b + j] != up;
+            if (first)
+                pb->tr.tokens[b + i] = runner_up(pb, b + r + up + 1);
+        }
+    }
 }
 
 /* Rows of request r that filter: valid, sampled, some filter on. */
