@@ -121,12 +121,27 @@ class VerifyOutput(_VerifyFields):
         return self
 
 
-class VerifyTreeOutput(NamedTuple):
+class _VerifyTreeFields(NamedTuple):
     tokens: torch.Tensor  # int32 [requests, max_depth + 1]: accepted path, then one token; -1 padded
     path_nodes: torch.Tensor  # int32 [requests, max_depth]: accepted node indices, -1 padded
     num_emitted: torch.Tensor  # int32 [requests]: accepted nodes + 1 (0 for a failed request)
     row_status: torch.Tensor  # int32 [requests]
     logprobs: Optional[torch.Tensor]  # float32 [requests, max_depth + 1], NaN padded
+
+
+class VerifyTreeOutput(_VerifyTreeFields):
+    """(tokens, path_nodes, num_emitted, row_status, logprobs), plus the
+    attribute filter_fallback: int32 [requests] (rows of the request that
+    took the filters' second pass, 0 .. n_r + 1) when return_filter_fallback,
+    else None; an attribute for the same reason as SampleOutput's."""
+
+    filter_fallback: Optional[torch.Tensor] = None
+
+    def __new__(cls, tokens, path_nodes, num_emitted, row_status, logprobs,
+                filter_fallback=None):
+        self = super().__new__(cls, tokens, path_nodes, num_emitted, row_status, logprobs)
+        self.filter_fallback = filter_fallback
+        return self
 
 
 # ---- contexts and workspaces ---------------------------------------------
@@ -640,7 +655,8 @@ def verify_tree(target_hidden: torch.Tensor, weight: torch.Tensor, tokens: torch
                 parents: torch.Tensor, cu_num_nodes: torch.Tensor, temperature, seed, offset=None,
                 logit_bias: Optional[torch.Tensor] = None, allowed: Optional[torch.Tensor] = None,
                 max_depth: Optional[int] = None, max_children: Optional[int] = None,
-                return_logprobs: bool = False) -> VerifyTreeOutput:
+                return_logprobs: bool = False, top_k=None, top_p=None, min_p=None,
+                return_filter_fallback: bool = False) -> VerifyTreeOutput:
     """Speculative verify of a tree of greedy drafts (EAGLE-2/3, Medusa), fused with the LM head.
 
     Request r (of R = len(cu_num_nodes) - 1) has the n_r nodes
@@ -659,6 +675,13 @@ def verify_tree(target_hidden: torch.Tensor, weight: torch.Tensor, tokens: torch
     children per node, default 16.  A tree breaking them, or a parent out of
     range, fails its request with ROW_BAD_TREE.
 
+    top_k, top_p, min_p (per request, as in sample()) filter the target at
+    every row of the request's tree: a child outside the row's kept set is
+    never accepted, and the recovered or bonus token is drawn from the kept
+    set (a chain gives verify()'s tokens with the same filters);
+    return_filter_fallback gives out.filter_fallback, int32 [R]: the rows of
+    each request that took the filters' second pass.
+
     Returns VerifyTreeOutput(tokens int32 [R, max_depth + 1] (accepted path,
     then one recovered or bonus token, -1 after), path_nodes int32
     [R, max_depth] (the accepted nodes' indices, -1 after), num_emitted
@@ -670,7 +693,8 @@ def verify_tree(target_hidden: torch.Tensor, weight: torch.Tensor, tokens: torch
                             lambda c, *rest: _C.verify_tree(c.ctx.handle, head,
                                                             hidden.data_ptr(), *rest),
                             tokens, parents, cu_num_nodes, temperature, seed, offset,
-                            logit_bias, allowed, max_depth, max_children, return_logprobs)
+                            logit_bias, allowed, max_depth, max_children, return_logprobs,
+                            top_k, top_p, min_p, return_filter_fallback)
 
 
 def verify_tree_logits(target_logits: torch.Tensor, tokens: torch.Tensor, parents: torch.Tensor,
@@ -678,7 +702,8 @@ def verify_tree_logits(target_logits: torch.Tensor, tokens: torch.Tensor, parent
                        logit_bias: Optional[torch.Tensor] = None,
                        allowed: Optional[torch.Tensor] = None, max_depth: Optional[int] = None,
                        max_children: Optional[int] = None,
-                       return_logprobs: bool = False) -> VerifyTreeOutput:
+                       return_logprobs: bool = False, top_k=None, top_p=None, min_p=None,
+                       return_filter_fallback: bool = False) -> VerifyTreeOutput:
     """verify_tree() over target logits [num_nodes + R, V] already in memory."""
     device, logits = _logits("target_logits", target_logits)
     vocab = logits.shape[1]
@@ -687,12 +712,14 @@ def verify_tree_logits(target_logits: torch.Tensor, tokens: torch.Tensor, parent
                                 c.ctx.handle, logits.data_ptr(), _dtype_code(logits), vocab,
                                 *rest),
                             tokens, parents, cu_num_nodes, temperature, seed, offset,
-                            logit_bias, allowed, max_depth, max_children, return_logprobs)
+                            logit_bias, allowed, max_depth, max_children, return_logprobs,
+                            top_k, top_p, min_p, return_filter_fallback)
 
 
 def _verify_tree_run(name, device, rows, vocab, call, tokens, parents, cu_num_nodes, temperature,
                      seed, offset, logit_bias, allowed, max_depth, max_children,
-                     return_logprobs) -> VerifyTreeOutput:
+                     return_logprobs, top_k, top_p, min_p,
+                     return_filter_fallback) -> VerifyTreeOutput:
     """What both tree entries share; call(c, tree, params, ws, ws_bytes,
     tokens, path_nodes, emitted, logprobs, status) runs the library call."""
     cu = _int32_flat("cu_num_nodes", cu_num_nodes, device, name)
@@ -716,7 +743,8 @@ def _verify_tree_run(name, device, rows, vocab, call, tokens, parents, cu_num_no
                      _C.MAX_POSITION - 1)
     mc = _tree_bound("max_children", max_children, _C.TREE_MAX_CHILDREN, _C.TREE_MAX_CHILDREN)
     bias, mask = _bias_mask(logit_bias, allowed, rows, vocab, device, name)
-    params, keep, _ = _sampling(requests, device, name, temperature, seed, offset, bias, mask)
+    params, keep, fallback = _sampling(requests, device, name, temperature, seed, offset, bias,
+                                       mask, top_k, top_p, min_p, return_filter_fallback)
     # the library writes every element, padding included
     out_tokens = torch.empty((requests, md + 1), dtype=torch.int32, device=device)
     path = torch.empty((requests, md), dtype=torch.int32, device=device)
@@ -725,14 +753,14 @@ def _verify_tree_run(name, device, rows, vocab, call, tokens, parents, cu_num_no
     logprobs = (torch.empty((requests, md + 1), dtype=torch.float32, device=device)
                 if return_logprobs else None)
     if requests == 0:
-        return VerifyTreeOutput(out_tokens, path, emitted, status, logprobs)
+        return VerifyTreeOutput(out_tokens, path, emitted, status, logprobs, fallback)
     with _Call(device) as c:
         ws, ws_bytes = c.ws(_C.verify_tree_workspace_size(c.ctx.handle, requests, nodes, vocab))
         call(c, (requests, nodes, md, mc, tokens.data_ptr(), parents.data_ptr(), cu.data_ptr()),
              params, ws, ws_bytes, out_tokens.data_ptr(), path.data_ptr(), emitted.data_ptr(),
              logprobs.data_ptr() if logprobs is not None else 0, status.data_ptr())
     del keep
-    return VerifyTreeOutput(out_tokens, path, emitted, status, logprobs)
+    return VerifyTreeOutput(out_tokens, path, emitted, status, logprobs, fallback)
 
 
 # ---- helpers -------------------------------------------------------------

@@ -1,7 +1,8 @@
 """verify_tree through the Python entry: a chain equals verify token for
-token, greedy trees against the plain-Python walk (tests/_reference.py),
-path_nodes consistent with tokens, bad trees as ROW_BAD_TREE, argument
-errors."""
+token (with and without top-k / top-p / min-p), greedy trees against the
+plain-Python walk (tests/_reference.py), a child outside the top-k 1 set never
+accepted, path_nodes consistent with tokens, bad trees as ROW_BAD_TREE and
+bad filter values as ROW_BAD_FILTER, argument errors."""
 import pytest
 import torch
 
@@ -43,6 +44,70 @@ def test_chain_equals_verify(device):
         for r in range(reqs):
             k = int(b.num_emitted[r]) - 1
             assert path[r, :k].tolist() == list(range(k)) and (path[r, k:] == -1).all()
+
+
+def test_chain_with_filters_equals_verify(device):
+    """Per-request filters (top-k 5, top-p 0.9, min-p 0.1, all three, k = 1,
+    none, and a bad k): a chain given as a tree emits verify()'s tokens,
+    statuses and second-pass counts with the same filters and seeds."""
+    g = torch.Generator().manual_seed(3)
+    n_per = [3, 2, 4, 1, 3, 2, 2]
+    reqs, v = len(n_per), 80
+    logits = torch.randn(sum(n_per) + reqs, v, generator=g) * 2
+    top = logits.argmax(dim=1)
+    drafts, parents = [], []
+    for r, n in enumerate(n_per):
+        first = sum(n_per[:r]) + r
+        for j in range(n):
+            t = int(top[first + j])
+            drafts.append(t if (r + j) % 3 else (t + 1) % v)
+            parents.append(j - 1)
+    cu = i32([0] + torch.tensor(n_per).cumsum(0).tolist(), device)
+    temp = torch.tensor([1.0, 0.7, 1.3, 1.0, 0.0, 2.0, 1.0], device=device)
+    k = i32([5, 0, 0, 5, 1, 0, -1], device)
+    p = torch.tensor([1.0, 0.9, 1.0, 0.9, 1.0, 1.0, 1.0], device=device)
+    mp = torch.tensor([0.0, 0.0, 0.1, 0.1, 0.0, 0.0, 0.0], device=device)
+    lg, dr = logits.to(device), i32(drafts, device)
+    for seed in range(10):
+        seeds = torch.arange(reqs, device=device) + 1000 * seed
+        a = flashspec.verify_logits(lg, dr, cu, temp, seeds, max_drafts=4, return_logprobs=True,
+                                    top_k=k, top_p=p, min_p=mp, return_filter_fallback=True)
+        b = flashspec.verify_tree_logits(lg, dr, i32(parents, device), cu, temp, seeds,
+                                         max_depth=4, max_children=1, return_logprobs=True,
+                                         top_k=k, top_p=p, min_p=mp,
+                                         return_filter_fallback=True)
+        assert torch.equal(a.tokens, b.tokens) and torch.equal(a.num_emitted, b.num_emitted)
+        assert torch.equal(a.row_status, b.row_status)
+        assert torch.equal(a.filter_fallback, b.filter_fallback)
+        torch.testing.assert_close(a.logprobs, b.logprobs, equal_nan=True)
+        assert int(b.row_status[6]) == flashspec.ROW_BAD_FILTER
+        assert (b.row_status[:6] == 0).all()
+
+
+def test_child_outside_top_k_never_accepted(device):
+    """Top-k 1 at T = 1: every row keeps only its argmax, so a first child
+    that is the row's runner-up has p = 0 -- never accepted, and the token
+    emitted is the argmax (the kept set without the tried children)."""
+    g = torch.Generator().manual_seed(4)
+    reqs, v, n = 6, 50, 3
+    logits = torch.randn((n + 1) * reqs, v, generator=g)
+    order = logits.argsort(dim=1, descending=True)
+    tokens, parents = [], []
+    for r in range(reqs):
+        root = r * (n + 1)
+        tokens += [int(order[root, 1]), int(order[root, 2]), int(order[root + 1, 0])]
+        parents += [-1, -1, 0]  # two children at the root, one under the first
+    cu = i32([n * r for r in range(reqs + 1)], device)
+    lg = logits.to(device)
+    temp = torch.ones(reqs, device=device)
+    k = i32([1] * reqs, device)
+    for seed in range(20):
+        seeds = torch.arange(reqs, device=device) + 77 * seed
+        out = flashspec.verify_tree_logits(lg, i32(tokens, device), i32(parents, device), cu,
+                                           temp, seeds, max_depth=2, top_k=k)
+        assert (out.num_emitted == 1).all()
+        want = order[::n + 1, 0].to(torch.int32).to(device)
+        assert torch.equal(out.tokens[:, 0], want)
 
 
 def random_tree(n, g, max_children=4):
