@@ -177,6 +177,38 @@ fs_fallback_src fs_fallback_src_make(const fs_op_args *a)
     return src;
 }
 
+fs_status fs_launch_after_merge(fs_context *ctx, const fs_op_args *a, const fs_row_desc *descs,
+                                fs_filter_ws *filt, const fs_scan_args *s, fs_record *row_recs,
+                                void *tp_gather, int fin_op, const int32_t *pre_status,
+                                cudaStream_t stream, cudaError_t *e, const char **step)
+{
+    const int ranks = fs_tp_ranks(ctx);
+    if (*e == cudaSuccess && ranks > 1) {
+        /* row_recs of this shard become the whole vocabulary's; the
+           filters' summaries travel with them */
+        const fs_status st =
+            fs_tp_exchange(ctx, row_recs, a->rows, tp_gather, filt ? filt->sums : nullptr,
+                           filt ? filt->sum_gather : nullptr, sizeof(fs_filter_summary), stream);
+        if (st != FS_OK)
+            return st;
+        if (filt) {
+            *step = "filter resolve";
+            *e = fs_launch_filter_tp_resolve(a, descs, row_recs, filt, ranks,
+                                             ctx->filter_force_second_pass, stream);
+        }
+    }
+    if (*e == cudaSuccess && filt) {
+        /* the rows the resolve could not decide from their candidates
+           (filter_gpu.cuh) */
+        const fs_fallback_src src = fs_fallback_src_make(a);
+        *step = "filter second pass";
+        if (ranks > 1)
+            return fs_tp_filter_second_pass(ctx, a, filt, s, &src, row_recs, tp_gather, stream);
+        *e = fs_launch_filter_fallback(a, filt, s, &src, row_recs, fin_op, pre_status, stream);
+    }
+    return FS_OK;
+}
+
 /* The Hopper scan `o` picks (tile or rows-as-M kernel) over rows [r0, r0 +
  * nr) of the op: the rows' own slices of H, descriptors, bias, mask,
  * records and candidate lists.  fs_launch_fused_scan runs it once over every
@@ -348,39 +380,14 @@ extern "C" fs_status fs_cuda_run(fs_context *ctx, const fs_op_args *a)
                             merge_finalizes, filters ? &w.filt : nullptr,
                             ctx->filter_force_second_pass, ctx->cc_major >= 9, stream);
     }
-    if (e == cudaSuccess && sharded) {
-        /* tensor parallel: row_recs of this shard become the whole
-           vocabulary's; the filters' summaries travel with them */
-        st = fs_tp_exchange(ctx, w.row_recs, a->rows, w.tp_gather, filters ? w.filt.sums : nullptr,
-                            w.filt.sum_gather, sizeof(fs_filter_summary), stream);
-        if (st == FS_OK && filters) {
-            step = "filter resolve";
-            e = fs_launch_filter_tp_resolve(a, w.descs, w.row_recs, &w.filt, fs_tp_ranks(ctx),
-                                            ctx->filter_force_second_pass, stream);
-        }
-        if (st != FS_OK) {
-            fs_cuda_leave(prev_device);
-            return st;
-        }
-    }
-    if (e == cudaSuccess && filters) {
-        /* the rows the merge could not resolve from their candidates
-           (filter_gpu.cuh): the second pass stores their kept records, or
-           finalizes them when the merge finalizes the others */
-        const fs_fallback_src src = fs_fallback_src_make(a);
-        step = "filter second pass";
-        if (sharded) {
-            st = fs_tp_filter_second_pass(ctx, a, &w.filt, &s, &src, w.row_recs, w.tp_gather,
-                                          stream);
-            if (st != FS_OK) {
-                fs_cuda_leave(prev_device);
-                return st;
-            }
-        } else {
-            e = fs_launch_filter_fallback(a, &w.filt, &s, &src, w.row_recs,
-                                          merge_finalizes ? (int)a->op : -1, w.pre_status,
-                                          stream);
-        }
+    /* exchange and filters; the second pass finalizes its rows when the
+       merge finalizes the others */
+    st = fs_launch_after_merge(ctx, a, w.descs, filters ? &w.filt : nullptr, &s, w.row_recs,
+                               w.tp_gather, merge_finalizes ? (int)a->op : -1, w.pre_status,
+                               stream, &e, &step);
+    if (st != FS_OK) {
+        fs_cuda_leave(prev_device);
+        return st;
     }
     const bool finalized = tail_ran ? !sharded : merge_finalizes;
     if (e == cudaSuccess && !finalized) {

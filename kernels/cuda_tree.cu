@@ -156,39 +156,16 @@ extern "C" fs_status fs_cuda_tree_run(fs_context *ctx, const fs_tree_args *ta)
                             0, filters ? &w.filt : nullptr, ctx->filter_force_second_pass,
                             ctx->cc_major >= 9, stream);
     }
-    if (e == cudaSuccess && sharded) {
-        /* every rank issues the same collectives whatever its data (a failed
-           request only skips rows; the second pass's count is the same on
-           every rank), so no rank can hang on another */
-        st = fs_tp_exchange(ctx, w.row_recs, a->rows, w.tp_gather, filters ? w.filt.sums : nullptr,
-                            w.filt.sum_gather, sizeof(fs_filter_summary), stream);
-        if (st == FS_OK && filters) {
-            step = "filter resolve";
-            e = fs_launch_filter_tp_resolve(a, w.descs, w.row_recs, &w.filt, fs_tp_ranks(ctx),
-                                            ctx->filter_force_second_pass, stream);
-        }
-        if (st != FS_OK) {
-            fs_cuda_leave(prev_device);
-            return st;
-        }
-    }
-    if (e == cudaSuccess && filters) {
-        /* the rows the resolve handed over: their kept tree records (the
-           fs_record part in row_recs, the kept children's scores in
-           child_s) */
-        const fs_fallback_src src = fs_fallback_src_make(a);
-        step = "filter second pass";
-        if (sharded) {
-            st = fs_tp_filter_second_pass(ctx, a, &w.filt, &s, &src, w.row_recs, w.tp_gather,
-                                          stream);
-            if (st != FS_OK) {
-                fs_cuda_leave(prev_device);
-                return st;
-            }
-        } else {
-            e = fs_launch_filter_fallback(a, &w.filt, &s, &src, w.row_recs, -1, w.pre_status,
-                                          stream);
-        }
+    /* exchange and filters: every rank issues the same collectives whatever
+       its data (a failed request only skips rows; the second pass's count is
+       the same on every rank), so no rank can hang on another; the rows the
+       resolve handed over get their kept tree records (the fs_record part
+       in row_recs, the kept children's scores in child_s) */
+    st = fs_launch_after_merge(ctx, a, w.descs, filters ? &w.filt : nullptr, &s, w.row_recs,
+                               w.tp_gather, -1, w.pre_status, stream, &e, &step);
+    if (st != FS_OK) {
+        fs_cuda_leave(prev_device);
+        return st;
     }
     if (e == cudaSuccess && sharded) {
         /* after the filters: the second pass writes the kept children of

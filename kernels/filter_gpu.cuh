@@ -77,6 +77,19 @@ typedef struct fs_fallback_src {
  * logits (cuda_ops.cu). */
 fs_fallback_src fs_fallback_src_make(const fs_op_args *a);
 
+/* What every op does between its merge and its finalizer (cuda_ops.cu):
+ * on a sharded context the exchange of the records -- and with filters the
+ * shards' candidate summaries, then every rank's resolve -- and with
+ * filters (filt non-NULL) the second pass over the rows handed over, on one
+ * GPU or across the ranks (fin_op as for fs_launch_filter_fallback; sharded
+ * contexts always store).  *e and *step: the first failed launch and its
+ * name, left as they are when *e already holds an error; a failed
+ * collective returns its status (reported with fs_fail). */
+fs_status fs_launch_after_merge(fs_context *ctx, const fs_op_args *a, const fs_row_desc *descs,
+                                fs_filter_ws *filt, const fs_scan_args *s, fs_record *row_recs,
+                                void *tp_gather, int fin_op, const int32_t *pre_status,
+                                cudaStream_t stream, cudaError_t *e, const char **step);
+
 /* The exact second pass over the rows the merge kernel handed over (one
  * cooperative launch that returns at once when there are none).  fin_op
  * FS_OP_SAMPLE: each row is finalized into a's outputs (the merge finalized

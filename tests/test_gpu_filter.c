@@ -28,6 +28,7 @@
 
 #ifdef FS_HAVE_CUDA
 
+#include "exact_inputs.h"
 #include "stat_harness.h"
 
 enum { NCFG = 12, NTEMP = 5 };
@@ -44,55 +45,6 @@ static void config(int c, int64_t V, int32_t *k, float *p, float *mp)
     *k = K[c] == -2 ? (int32_t)(V + 5) : K[c];
     *p = P[c];
     *mp = MP[c];
-}
-
-/* Zipf-like peaks, exact: token of rank q (a random order per row) gets
- * 6 - 1.5 log2(1 + q) rounded to 1/16 for q < 512, -8 for the rest. */
-static float *zipf_bias(uint64_t seed, int64_t rows, int64_t V)
-{
-    float *b = malloc(sizeof(float) * (size_t)(rows * V));
-    int64_t *perm = malloc(sizeof(int64_t) * (size_t)V);
-    fst_rng rng;
-    fst_rng_seed(&rng, seed);
-    for (int64_t r = 0; r < rows; ++r) {
-        for (int64_t v = 0; v < V; ++v)
-            perm[v] = v;
-        fst_shuffle(&rng, perm, V);
-        for (int64_t q = 0; q < V; ++q)
-            b[r * V + perm[q]] =
-                q < 512 ? (float)(round(16.0 * (6.0 - 1.5 * log2(1.0 + (double)q))) / 16.0)
-                        : -8.0f;
-    }
-    free(perm);
-    return b;
-}
-
-/* The exact LM head: W = k / 8 (k in -4..4), H = j / 2 (j in -2..2). */
-static void exact_head(uint64_t seed, int64_t V, int64_t D, int64_t rows, void **w, void **h)
-{
-    fst_rng rng;
-    fst_rng_seed(&rng, seed);
-    float *wf = malloc(sizeof(float) * (size_t)(V * D));
-    float *hf = malloc(sizeof(float) * (size_t)(rows * D));
-    for (int64_t i = 0; i < V * D; ++i)
-        wf[i] = (float)(fst_randint(&rng, 9) - 4) / 8.0f;
-    for (int64_t i = 0; i < rows * D; ++i)
-        hf[i] = (float)(fst_randint(&rng, 5) - 2) / 2.0f;
-    *w = fst_pack(wf, (size_t)(V * D), FS_DTYPE_BF16);
-    *h = fst_pack(hf, (size_t)(rows * D), FS_DTYPE_BF16);
-    free(wf);
-    free(hf);
-}
-
-/* Exact logits: multiples of 1/16 in [-4, 4]. */
-static float *exact_logits(uint64_t seed, int64_t rows, int64_t V)
-{
-    fst_rng rng;
-    fst_rng_seed(&rng, seed);
-    float *l = malloc(sizeof(float) * (size_t)(rows * V));
-    for (int64_t i = 0; i < rows * V; ++i)
-        l[i] = (float)(fst_randint(&rng, 129) - 64) / 16.0f;
-    return l;
 }
 
 typedef struct fcase {
@@ -159,7 +111,7 @@ static void build(const fcase *c, uint64_t seed, fin *f)
         in->d.draft_offsets = f->offs;
     }
     in->rows = rows;
-    f->bias = c->peaked ? zipf_bias(seed + 1, rows, V) : NULL;
+    f->bias = c->peaked ? fst_zipf_bias(seed + 1, rows, V) : NULL;
     f->allowed = fst_gen_allowed(seed + 2, rows, V, 0.9);
     /* every third row unmasked */
     for (int64_t i = 0; i < rows; i += 3)
@@ -183,11 +135,20 @@ static void build(const fcase *c, uint64_t seed, fin *f)
             }
     }
     if (c->fused) {
-        exact_head(seed + 3, V, c->D, rows, &f->w, &f->h);
+        fst_rng rng;
+        fst_rng_seed(&rng, seed + 3);
+        float *wf, *hf;
+        fst_exact_head(&rng, V, c->D, rows, &wf, &hf);
+        f->w = fst_pack(wf, (size_t)(V * c->D), FS_DTYPE_BF16);
+        f->h = fst_pack(hf, (size_t)(rows * c->D), FS_DTYPE_BF16);
+        free(wf);
+        free(hf);
         in->weight = f->w;
         in->hidden = f->h;
     } else {
-        f->logits = exact_logits(seed + 3, rows, V);
+        fst_rng rng;
+        fst_rng_seed(&rng, seed + 3);
+        f->logits = fst_exact_logits(&rng, rows, V);
         in->logits = f->logits;
     }
     in->p.temperature = f->T;

@@ -27,6 +27,7 @@
 
 #ifdef FS_HAVE_CUDA
 
+#include "exact_inputs.h"
 #include "naive_tree.h"
 #include "tree_test.h"
 
@@ -640,32 +641,6 @@ typedef struct fcase {
     int peaked; /* Zipf-like bias: rows the one pass decides */
 } fcase;
 
-/* Zipf-like peaks, exact: token of rank q (a random order per row) gets
- * 6 - 1.5 log2(1 + q) rounded to 1/16 for q < 512, -8 for the rest. */
-static float *zipf_bias(uint64_t seed, int64_t rows, int64_t V)
-{
-    float *b = malloc(sizeof(float) * (size_t)(rows * V));
-    int64_t *perm = malloc(sizeof(int64_t) * (size_t)V);
-    fst_rng rng;
-    fst_rng_seed(&rng, seed);
-    for (int64_t r = 0; r < rows; ++r) {
-        for (int64_t v = 0; v < V; ++v)
-            perm[v] = v;
-        fst_shuffle(&rng, perm, V);
-        for (int64_t q = 0; q < V; ++q)
-            b[r * V + perm[q]] =
-                q < 512 ? (float)(round(16.0 * (6.0 - 1.5 * log2(1.0 + (double)q))) / 16.0)
-                        : -8.0f;
-    }
-    free(perm);
-    return b;
-}
-
-/* A tree problem whose logits are exact in fp32 whatever the summation
- * order (test_gpu_filter.c): an LM head of multiples of 1/8 and hidden
- * states of multiples of 1/2 (bf16), or logits of multiples of 1/16 (fp32).
- * Every score is then the same float on both contexts, so the kept sets,
- * the noise and the walks must agree exactly. */
 /* The allowed token of `row` with the highest score (logit + bias) strictly
  * below the row's top score, the lowest id among equals; the top token when
  * every allowed token ties. */
@@ -692,6 +667,11 @@ static int32_t runner_up(const tprob *pb, int64_t row)
     return second_id >= 0 ? second_id : top_id;
 }
 
+/* A tree problem whose logits are exact in fp32 whatever the summation
+ * order (test_gpu_filter.c): an LM head of multiples of 1/8 and hidden
+ * states of multiples of 1/2 (bf16), or logits of multiples of 1/16 (fp32).
+ * Every score is then the same float on both contexts, so the kept sets,
+ * the noise and the walks must agree exactly. */
 static void make_filter_problem(const fcase *fc, uint64_t seed, tprob *pb)
 {
     memset(pb, 0, sizeof *pb);
@@ -705,12 +685,8 @@ static void make_filter_problem(const fcase *fc, uint64_t seed, tprob *pb)
     fst_rng_seed(&rng, seed ^ 0xF17Eull);
     pb->ref = malloc(sizeof(double) * (size_t)(rows * V));
     if (c.fused) {
-        float *wf = malloc(sizeof(float) * (size_t)(V * D));
-        float *hf = malloc(sizeof(float) * (size_t)(rows * D));
-        for (int64_t i = 0; i < V * D; ++i)
-            wf[i] = (float)(fst_randint(&rng, 9) - 4) / 8.0f;
-        for (int64_t i = 0; i < rows * D; ++i)
-            hf[i] = (float)(fst_randint(&rng, 5) - 2) / 2.0f;
+        float *wf, *hf;
+        fst_exact_head(&rng, V, D, rows, &wf, &hf);
         for (int64_t r = 0; r < rows; ++r)
             for (int64_t v = 0; v < V; ++v) {
                 double acc = 0.0;
@@ -723,11 +699,9 @@ static void make_filter_problem(const fcase *fc, uint64_t seed, tprob *pb)
         free(wf);
         free(hf);
     } else {
-        float *l = malloc(sizeof(float) * (size_t)(rows * V));
-        for (int64_t i = 0; i < rows * V; ++i) {
-            l[i] = (float)(fst_randint(&rng, 129) - 64) / 16.0f;
+        float *l = fst_exact_logits(&rng, rows, V);
+        for (int64_t i = 0; i < rows * V; ++i)
             pb->ref[i] = l[i];
-        }
         pb->logits = l;
     }
     pb->temperature = malloc(sizeof(float) * (size_t)R);
@@ -749,7 +723,7 @@ static void make_filter_problem(const fcase *fc, uint64_t seed, tprob *pb)
             pb->temperature[r] = 1.0f;
     }
     if (fc->peaked)
-        pb->bias = zipf_bias(seed + 1, rows, V);
+        pb->bias = fst_zipf_bias(seed + 1, rows, V);
     pb->allowed = fst_gen_allowed(seed + 2, rows, V, 0.9);
     for (int64_t i = 0; i < rows; i += 3) /* every third row unmasked */
         for (int64_t wd = 0; wd < fst_mask_words(V); ++wd)
