@@ -253,6 +253,22 @@ typedef struct fs_prep_filters {
     unsigned int *flag_n;   /* rows handed to the second pass: zeroed by prep */
 } fs_prep_filters;
 
+/* What a prep kernel reads: the op's filter parameters from p and the
+ * workspace pointers of w; all NULL when w is (the op does not filter). */
+static inline fs_prep_filters fs_prep_filters_of(const fs_sampling *p, const fs_prep_filters *w)
+{
+    fs_prep_filters f = {};
+    if (w) {
+        f.top_k = p->top_k;
+        f.top_p = p->top_p;
+        f.min_p = p->min_p;
+        f.out_fallback = p->out_filter_fallback;
+        f.fdescs = w->fdescs;
+        f.flag_n = w->flag_n;
+    }
+    return f;
+}
+
 /* Row descriptors and pre-scan statuses, and *counter = 0 for the scan's
  * tail (kernels/prep.cu).  filters non-NULL (the op filters; only its flag_n
  * and fdescs are read, the parameters come from a->params): prep also checks

@@ -136,15 +136,7 @@ cudaError_t fs_launch_prep(const fs_op_args *a, fs_row_desc *descs, int32_t *pre
                            cudaStream_t stream)
 {
     const fs_sampling *p = a->params;
-    fs_prep_filters f = {};
-    if (filters) {
-        f.top_k = p->top_k;
-        f.top_p = p->top_p;
-        f.min_p = p->min_p;
-        f.out_fallback = p->out_filter_fallback;
-        f.fdescs = filters->fdescs;
-        f.flag_n = filters->flag_n;
-    }
+    const fs_prep_filters f = fs_prep_filters_of(p, filters);
     if (a->op != FS_OP_VERIFY) {
         int argmax = a->op == FS_OP_ARGMAX;
         fs_prep_rows_kernel<<<prep_blocks(a->rows), FS_PREP_THREADS, 0, stream>>>(

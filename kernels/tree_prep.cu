@@ -100,15 +100,7 @@ cudaError_t fs_launch_tree_prep(const fs_tree_args *a, fs_row_desc *descs, fs_tr
 {
     const fs_draft_tree *t = a->tree;
     const fs_sampling *p = a->base.params;
-    fs_prep_filters f = {};
-    if (filters) {
-        f.top_k = p->top_k;
-        f.top_p = p->top_p;
-        f.min_p = p->min_p;
-        f.out_fallback = p->out_filter_fallback;
-        f.fdescs = filters->fdescs;
-        f.flag_n = filters->flag_n;
-    }
+    const fs_prep_filters f = fs_prep_filters_of(p, filters);
     /* a thread per request, or per 4 rows (64 child scores to set) when
        that is more */
     int64_t n = t->num_requests > a->base.rows / 4 ? t->num_requests : a->base.rows / 4;
