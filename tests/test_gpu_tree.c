@@ -668,10 +668,10 @@ static int32_t runner_up(const tprob *pb, int64_t row)
 }
 
 /* A tree problem whose logits are exact in fp32 whatever the summation
- * order (tests/support/exact_inputs.h): an LM head of multiples of 1/8 and hidden
- * states of multiples of 1/2 (bf16), or logits of multiples of 1/16 (fp32).
- * Every score is then the same float on both contexts, so the kept sets,
- * the noise and the walks must agree exactly. */
+ * order (tests/support/exact_inputs.h): an LM head of multiples of 1/8 and
+ * hidden states of multiples of 1/2 (bf16), or logits of multiples of 1/16
+ * (fp32).  Every score is then the same float on both contexts, so the kept
+ * sets, the noise and the walks must agree exactly. */
 static void make_filter_problem(const fcase *fc, uint64_t seed, tprob *pb)
 {
     memset(pb, 0, sizeof *pb);
