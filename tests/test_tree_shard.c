@@ -270,15 +270,18 @@ static int64_t shard_case(int fused, fs_dtype dt, const split *sp, uint64_t seed
     return differences;
 }
 
+/* 2-4 uneven shards of V = 1013 (one of 16 tokens), and the dtypes the
+ * cases cycle through */
+static const split splits[] = {
+    {2, {0, 512, 1013}},
+    {3, {0, 256, 512, 1013}},
+    {4, {0, 16, 480, 1008, 1013}},
+};
+static const fs_dtype dts[3] = {FS_DTYPE_F32, FS_DTYPE_BF16, FS_DTYPE_F16};
+
 static void test_shards(void **state)
 {
     (void)state;
-    static const split splits[] = {
-        {2, {0, 512, 1013}},
-        {3, {0, 256, 512, 1013}},
-        {4, {0, 16, 480, 1008, 1013}},
-    };
-    static const fs_dtype dts[3] = {FS_DTYPE_F32, FS_DTYPE_BF16, FS_DTYPE_F16};
     uint64_t seed = 7000;
     for (size_t i = 0; i < sizeof splits / sizeof splits[0]; ++i)
         for (int fused = 0; fused < 2; ++fused)
@@ -288,12 +291,6 @@ static void test_shards(void **state)
 static void test_shards_with_filters(void **state)
 {
     (void)state;
-    static const split splits[] = {
-        {2, {0, 512, 1013}},
-        {3, {0, 256, 512, 1013}},
-        {4, {0, 16, 480, 1008, 1013}},
-    };
-    static const fs_dtype dts[3] = {FS_DTYPE_F32, FS_DTYPE_BF16, FS_DTYPE_F16};
     uint64_t seed = 7200;
     for (size_t i = 0; i < sizeof splits / sizeof splits[0]; ++i)
         for (int fused = 0; fused < 2; ++fused)
