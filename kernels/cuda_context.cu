@@ -109,10 +109,6 @@ extern "C" fs_status fs_cuda_context_init(fs_context *ctx, int device_ordinal)
        (tests force it to 1 to run every shape through that kernel; the
        benchmark compares the two kernels with it); 0: the kernel's default */
     ctx->hopper_rows_min = env_count("FLASHSPEC_HOPPER_ROWS_MIN", 0);
-    /* FLASHSPEC_HOPPER_STAGED_MIN moves the switch to the staged-epilogue Hopper
-       kernel (tests force it to 1 to run every shape through it; A/B runs
-       against the rows kernel); 0: the kernel's default */
-    ctx->hopper_staged_min = env_count("FLASHSPEC_HOPPER_STAGED_MIN", 0);
     /* FLASHSPEC_HOPPER_NO_MULTICAST=1: the rows kernel without its 2-CTA
        clusters (A/B runs of the W multicast) */
     ctx->hopper_no_multicast = env_flag("FLASHSPEC_HOPPER_NO_MULTICAST");

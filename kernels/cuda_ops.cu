@@ -248,7 +248,6 @@ cudaError_t fs_launch_fused_scan(fs_context *ctx, const fs_op_args *a, fs_scan_a
         fs_hopper_aligned(h->weight, a->hidden)) {
         fs_hopper_opts o = {};
         o.rows_min = ctx->hopper_rows_min;
-        o.staged_min = ctx->hopper_staged_min;
         o.no_multicast = ctx->hopper_no_multicast;
         o.row_block = ctx->hopper_row_block;
         o.argmax_only = a->op == FS_OP_ARGMAX;

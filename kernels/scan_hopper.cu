@@ -35,7 +35,6 @@
  * carries the usual merge rounding. */
 #include "scan_hopper.cuh"
 #include "scan_hopper_rows.cuh"
-#include "scan_hopper_staged.cuh"
 
 #include <math.h>
 #include <stdint.h>
@@ -481,18 +480,11 @@ extern "C" int fs_hopper_aligned(const void *W, const void *H)
  * Past 160 rows only the rows kernel applies. */
 extern "C" int fs_hopper_kernel_for(int64_t rows, const fs_hopper_opts *opts)
 {
-    if (opts && opts->kernel == FS_HOPPER_TILE && rows <= FS_HOPPER_TILE_MAX_ROWS)
+    if (rows > FS_HOPPER_TILE_MAX_ROWS)
+        return FS_HOPPER_ROWS;
+    if (opts && opts->kernel == FS_HOPPER_TILE)
         return FS_HOPPER_TILE;
     if (opts && opts->kernel == FS_HOPPER_ROWS)
-        return FS_HOPPER_ROWS;
-    if (opts && opts->kernel == FS_HOPPER_STAGED)
-        return FS_HOPPER_STAGED;
-    if (opts && opts->staged_min > 0 ? rows >= opts->staged_min
-                                     : !(opts && opts->rows_min > 0) &&
-                                           FS_HOPPER_STAGED_MIN_DEFAULT > 0 &&
-                                           rows >= FS_HOPPER_STAGED_MIN_DEFAULT)
-        return FS_HOPPER_STAGED;
-    if (rows > FS_HOPPER_TILE_MAX_ROWS)
         return FS_HOPPER_ROWS;
     if (opts && opts->rows_min > 0)
         return rows >= opts->rows_min ? FS_HOPPER_ROWS : FS_HOPPER_TILE;
@@ -525,14 +517,11 @@ extern "C" int64_t fs_hopper_records_per_row(int64_t V_local, int64_t rows, int 
 {
     if (V_local <= 0 || rows <= 0 || query_sms(&sm_count) != cudaSuccess)
         return 0;
-    const int kernel = fs_hopper_kernel_for(rows, opts);
-    if (kernel == FS_HOPPER_TILE) {
+    if (fs_hopper_kernel_for(rows, opts) == FS_HOPPER_TILE) {
         const int64_t nt = fsh::num_tiles(V_local);
         return nt < sm_count ? nt : sm_count;
     }
     const RowsKnobs k = rows_knobs(opts);
-    if (kernel == FS_HOPPER_STAGED)
-        return fs_hopper_staged_slots(V_local, rows, sm_count, k.multicast);
     return fs_hopper_rows_slots(V_local, rows, sm_count, k.multicast, k.row_block);
 }
 
@@ -567,16 +556,9 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
     const fs_tail_args *tail = opts ? opts->tail : nullptr;
     const fs_tree_row *tree_rows = opts ? opts->tree_rows : nullptr;
 
-    const int kernel = fs_hopper_kernel_for(rows, opts);
-    if (kernel != FS_HOPPER_TILE && opts && opts->cands)
-        return (int)cudaErrorInvalidValue; /* candidate lists come from the tile kernel only */
-    if (kernel == FS_HOPPER_STAGED)
-        return fs_hopper_staged_launch(W, H, is_bf16, V_local, D, rows, vocab_offset,
-                                       global_vocab, descs, logit_bias, allowed, recs, n_recs,
-                                       tail, rows_knobs(opts).multicast,
-                                       opts && opts->argmax_only, tree_rows,
-                                       tree_rows ? opts->tree_child_s : nullptr, device, stream);
-    if (kernel == FS_HOPPER_ROWS) {
+    if (fs_hopper_kernel_for(rows, opts) == FS_HOPPER_ROWS) {
+        if (opts && opts->cands)
+            return (int)cudaErrorInvalidValue; /* no candidate lists in the rows kernel */
         const RowsKnobs k = rows_knobs(opts);
         return fs_hopper_rows_launch(W, H, is_bf16, V_local, D, rows, vocab_offset, global_vocab,
                                      descs, logit_bias, allowed, recs, n_recs, tail, k.multicast,

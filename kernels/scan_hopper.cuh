@@ -30,21 +30,13 @@ extern "C" {
 int fs_hopper_supported(int64_t D, int is_16bit);
 int fs_hopper_aligned(const void *W, const void *H);
 
-/* Three kernels share this entry point:
- *   FS_HOPPER_TILE    vocabulary as the wgmma M dimension (scan_hopper.cu), one
- *                     row block of up to FS_HOPPER_TILE_MAX_ROWS rows;
- *   FS_HOPPER_ROWS    rows as M (scan_hopper_rows.cu), any number of rows;
- *   FS_HOPPER_STAGED  vocabulary as M with the tile's logits staged in shared
- *                     memory for an epilogue warpgroup that runs beside the MMA
- *                     (scan_hopper_staged.cu), any number of rows.
- * Each writes one record per (row, CTA): merging a row's records gives the
+/* Two kernels share this entry point:
+ *   FS_HOPPER_TILE  vocabulary as the wgmma M dimension (scan_hopper.cu), one
+ *                   row block of up to FS_HOPPER_TILE_MAX_ROWS rows;
+ *   FS_HOPPER_ROWS  rows as M (scan_hopper_rows.cu), any number of rows.
+ * Either writes one record per (row, CTA): merging a row's records gives the
  * row's record over the shard. */
-enum fs_hopper_kernel {
-    FS_HOPPER_AUTO = 0,
-    FS_HOPPER_TILE = 1,
-    FS_HOPPER_ROWS = 2,
-    FS_HOPPER_STAGED = 3
-};
+enum fs_hopper_kernel { FS_HOPPER_AUTO = 0, FS_HOPPER_TILE = 1, FS_HOPPER_ROWS = 2 };
 
 #define FS_HOPPER_TILE_MAX_ROWS 160
 
@@ -57,16 +49,10 @@ enum fs_hopper_kernel {
  * "rows kernel from rows_min rows". */
 #define FS_HOPPER_ROWS_MIN_DEFAULT 97
 
-/* The automatic choice takes FS_HOPPER_STAGED from this many rows up (0:
- * never) unless fs_hopper_opts.rows_min is set; fs_hopper_opts.staged_min > 0
- * replaces it. */
-#define FS_HOPPER_STAGED_MIN_DEFAULT 0
-
 typedef struct fs_hopper_opts {
     int kernel;               /* enum fs_hopper_kernel (TILE is honoured up to 160 rows) */
     int64_t rows_min;         /* FS_HOPPER_AUTO: rows kernel from this many rows; 0 = default */
-    int64_t staged_min;       /* FS_HOPPER_AUTO: staged kernel from this many rows; 0 = default */
-    int no_multicast;         /* rows and staged kernels: no 2-CTA clusters (A/B runs) */
+    int no_multicast;         /* rows kernel: no 2-CTA clusters (A/B runs) */
     int row_block;            /* rows kernel: rows per CTA, 128 or 192; 0 = automatic
                                  (fs_hopper_rows_block) */
     int argmax_only;          /* the rows are fs_draft_argmax's: only the max and its id are
@@ -75,7 +61,7 @@ typedef struct fs_hopper_opts {
                                  caller merges the records itself */
     fs_cand_list *cands;      /* the filters' candidate lists (tile kernel only), n_recs *
                                  FS_HOPPER_TILE_LISTS per row; NULL: no filters */
-    /* tree verify (tree_scan.cuh): the rows' children and their scores; every kernel */
+    /* tree verify (tree_scan.cuh): the rows' children and their scores; either kernel */
     const fs_tree_row *tree_rows;
     float *tree_child_s;
 } fs_hopper_opts;
