@@ -29,9 +29,10 @@
  *              W bytes per CTA are balanced to one unit, where 256-token tiles
  *              alone leave the last wave half empty at 128 rows.  The row
  *              blocks of one slot run side by side and share W through L2;
- *              two of them form a cluster and each loads one 128-token W box
- *              of a step for both (TMA multicast: W read from L2 once per
- *              slot), releasing a stage to both producers.
+ *              with an even count, pairs of them form clusters and each CTA
+ *              of a pair loads one 128-token W box of a step for both (TMA
+ *              multicast: W read from L2 once per pair), releasing a stage
+ *              to both producers.
  *   pipeline   4 stages of { W 256 x 64 (two 128-row TMA boxes; one for a half
  *              tile), H 128 x 64 } (192-row shape: 5 of { W 128 x 64, H 192 x
  *              64 }), 128-byte swizzle, full/empty mbarriers.  No H box
@@ -202,8 +203,8 @@ constexpr int BAR_TAIL = 2;
 
 /* Producer side of the pipeline, run by thread 0: step j of this CTA's
  * sequence (tile j / KB, k-block j % KB) into stage j % STAGES.  In a
- * cluster of CL > 1 row blocks (CTA rank = row block) rank i < nu loads W box
- * i for every CTA of the cluster. */
+ * cluster of CL > 1 row blocks (CTA rank = row block % CL) rank i < nu loads
+ * W box i for every CTA of the cluster. */
 template <int NWG, int CL>
 __device__ __forceinline__ void issue_step(int j, const CUtensorMap *tmw, const CUtensorMap *tmh,
                                            const CUtensorMap *tms, uint32_t sW, uint32_t sH,
@@ -226,9 +227,10 @@ __device__ __forceinline__ void issue_step(int j, const CUtensorMap *tmw, const 
         for (int i = 0; i < nu; ++i)
             tma_load_2d(sW + st * S::W_BYTES + i * WU_BYTES, tmw, kb * BK, (u + i) * UNIT, full,
                         pol_w);
-    } else if (rb < nu) {
-        tma_load_2d_multicast(sW + st * S::W_BYTES + rb * WU_BYTES, tmw, kb * BK, (u + rb) * UNIT,
-                              full, (uint16_t)((1u << CL) - 1u), pol_w);
+    } else if (rb % CL < nu) {
+        const int rank = rb % CL;
+        tma_load_2d_multicast(sW + st * S::W_BYTES + rank * WU_BYTES, tmw, kb * BK,
+                              (u + rank) * UNIT, full, (uint16_t)((1u << CL) - 1u), pol_w);
     }
     if (live < 0)
         tma_load_2d(sH + st * S::H_BYTES, tmh, kb * BK, rb * S::BR, full, pol_h);
@@ -484,13 +486,14 @@ cudaError_t launch_shape(bool bf16, int cl, Epi epi, fs_pdl_config &pc, const Ma
                 : launch_epi<NWG, false, 1>(epi, pc, m, a, device);
 }
 
-/* Clusters of the two row blocks of a slot when there are two: W is then
- * read from L2 once per slot instead of once per row block (200 - 256 rows:
- * 5-20% faster).  Three row blocks (257 - 384 rows) gained nothing
- * in clusters of 3, of which only 39 fit at once (117 SMs). */
+/* Clusters of pairs of row blocks of a slot (blocks 2 c, 2 c + 1) when
+ * their count is even: W is then read from L2 once per pair instead of once
+ * per row block (200 - 256 rows: 5-20% faster).  Three row blocks (257 -
+ * 384 rows) gained nothing in clusters of 3, of which only 39 fit at once
+ * (117 SMs). */
 int cluster_size(int64_t n_rb, int multicast)
 {
-    return multicast && n_rb == 2 ? 2 : 1;
+    return multicast && n_rb % 2 == 0 ? 2 : 1;
 }
 
 /* 2-CTA clusters of shape NWG the current device holds at once (0: unknown),
@@ -548,8 +551,9 @@ extern "C" int64_t fs_hopper_rows_slots(int64_t V_local, int64_t rows, int sm_co
     if (fshr::cluster_size(n_rb, multicast) == 2) {
         const int mc = br == fshr::Shape<3>::BR ? fshr::max_clusters_2<3>()
                                                 : fshr::max_clusters_2<2>();
-        if (mc > 0 && mc < slots)
-            slots = mc;
+        /* slots x n_rb / 2 clusters at once */
+        if (mc > 0 && 2 * mc / n_rb < slots)
+            slots = 2 * mc / n_rb;
     }
     if (slots < 1)
         slots = 1;
