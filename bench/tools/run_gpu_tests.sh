@@ -166,18 +166,21 @@ for tool in "${san_tools[@]}"; do
 done
 
 # the small mode caps rows at 65: the rows kernel's larger shapes get a
-# memcheck and racecheck of their own at up to 200 rows: by default (129-192
-# rows: one 192-row CTA; 193-200: 2-CTA clusters, W multicast, noise drawn by
-# the producer), then with 192-row CTAs for every row count (2-CTA clusters of
-# them at 193-200 rows)
+# memcheck and racecheck of their own: by default at up to 460 rows (129-192
+# rows: one 192-row CTA; 193-256: a 2-CTA cluster, W multicast, noise drawn
+# by the producer; 300: three blocks unclustered; 450-460: four blocks in two
+# clusters; racecheck ~90 s on an H100), then at up to 200 rows with 192-row
+# CTAs for every row count (2-CTA clusters of them at 193-200 rows)
 for run in "memcheck 128" "racecheck 128" "memcheck 192" "racecheck 192"; do
   read -r tool rb <<<"$run"
-  step="$tool:test_gpu_agree@200rows"
+  small_rows=460
   renv=()
   if [ "$rb" = 192 ]; then
-    step="$step,rb192"
+    small_rows=200
     renv=(FLASHSPEC_HOPPER_ROW_BLOCK=192)
   fi
+  step="$tool:test_gpu_agree@${small_rows}rows"
+  [ "$rb" = 192 ] && step="$step,rb192"
   if [ "$SANITIZE" = 0 ] || [ "${FS_SAN_LARGE:-1}" = 0 ]; then
     skip_step "$step" "FS_SANITIZE=0 or FS_SAN_LARGE=0"
   elif [ $built = 0 ] || [ -z "$SAN" ] || [ ! -x "$BUILD/tests/test_gpu_agree" ]; then
@@ -185,7 +188,7 @@ for run in "memcheck 128" "racecheck 128" "memcheck 192" "racecheck 192"; do
   else
     extra=()
     [ "$tool" = racecheck ] && extra=(--racecheck-report all)
-    run_step "$step" env FS_GPU_TEST_SMALL=1 FS_GPU_TEST_SMALL_ROWS=200 ${renv[@]+"${renv[@]}"} "$SAN" --tool "$tool" \
+    run_step "$step" env FS_GPU_TEST_SMALL=1 FS_GPU_TEST_SMALL_ROWS=$small_rows ${renv[@]+"${renv[@]}"} "$SAN" --tool "$tool" \
       --error-exitcode 1 ${extra[@]+"${extra[@]}"} "$BUILD/tests/test_gpu_agree"
   fi
 done
