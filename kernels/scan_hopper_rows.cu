@@ -227,8 +227,7 @@ __device__ __forceinline__ void issue_step(int j, const CUtensorMap *tmw, const 
         for (int i = 0; i < nu; ++i)
             tma_load_2d(sW + st * S::W_BYTES + i * WU_BYTES, tmw, kb * BK, (u + i) * UNIT, full,
                         pol_w);
-    } else if (rb % CL < nu) {
-        const int rank = rb % CL;
+    } else if (const int rank = rb % CL; rank < nu) {
         tma_load_2d_multicast(sW + st * S::W_BYTES + rank * WU_BYTES, tmw, kb * BK,
                               (u + rank) * UNIT, full, (uint16_t)((1u << CL) - 1u), pol_w);
     }

@@ -173,14 +173,12 @@ done
 # CTAs for every row count (2-CTA clusters of them at 193-200 rows)
 for run in "memcheck 128" "racecheck 128" "memcheck 192" "racecheck 192"; do
   read -r tool rb <<<"$run"
-  small_rows=460
-  renv=()
+  small_rows=460 suffix="" renv=()
   if [ "$rb" = 192 ]; then
-    small_rows=200
+    small_rows=200 suffix=",rb192"
     renv=(FLASHSPEC_HOPPER_ROW_BLOCK=192)
   fi
-  step="$tool:test_gpu_agree@${small_rows}rows"
-  [ "$rb" = 192 ] && step="$step,rb192"
+  step="$tool:test_gpu_agree@${small_rows}rows$suffix"
   if [ "$SANITIZE" = 0 ] || [ "${FS_SAN_LARGE:-1}" = 0 ]; then
     skip_step "$step" "FS_SANITIZE=0 or FS_SAN_LARGE=0"
   elif [ $built = 0 ] || [ -z "$SAN" ] || [ ! -x "$BUILD/tests/test_gpu_agree" ]; then
