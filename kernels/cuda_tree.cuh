@@ -12,7 +12,8 @@
 #include "tree_record.h"
 
 /* Per request: status before the scan and the fs_tree_row of each of its
- * rows (tree_finalize.h's fs_tree_request_rows); descs[i] = rows[i].base for
+ * rows (what tree_finalize.h's fs_tree_request_rows builds; a warp per
+ * request here); descs[i] = rows[i].base for
  * the scan and merge kernels, which read plain descriptors; child_s all
  * -inf (kernels/tree_prep.cu).  filters non-NULL (the call filters; its
  * fdescs and flag_n are read, the parameters come from a's): as
@@ -23,8 +24,8 @@ cudaError_t fs_launch_tree_prep(const fs_tree_args *a, fs_row_desc *descs, fs_tr
                                 const fs_prep_filters *filters, cudaStream_t stream);
 
 /* Per request: its merged records and children's scores assembled into
- * tree_recs, then the walk (fs_finalize_verify_tree) into a's outputs
- * (kernels/tree_finalize.cu). */
+ * tree_recs, its status (fs_tree_records_status), then the walk
+ * (fs_tree_walk) into a's outputs (kernels/tree_finalize.cu). */
 cudaError_t fs_launch_tree_finalize(const fs_tree_args *a, const fs_record *row_recs,
                                     const float *child_s, const fs_tree_row *rows,
                                     const int32_t *pre_status, fs_tree_record *tree_recs,

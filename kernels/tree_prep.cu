@@ -1,12 +1,14 @@
 /* Tree verify's prep: every request's rows and status before the scan, built
  * on the device from the tree arrays (the host never reads them, so the op
- * stays asynchronous and graph-capturable).  Mirrors fs_cpu_tree_prepare
- * (src/cpu_tree.c) with the same shared code, fs_tree_request_rows. */
+ * stays asynchronous and graph-capturable).  The same rows and statuses as
+ * fs_tree_request_rows (src/tree_finalize.h), which the CPU backend runs,
+ * built a warp per request. */
 #include "cuda_tree.cuh"
 #include "pdl.cuh"
 #include "tree_finalize.h"
 
 #define FS_TREE_PREP_THREADS 128
+#define FS_FULL_WARP 0xffffffffu
 
 static __device__ void skip_row(fs_row_desc *descs, fs_tree_row *rows, int64_t i)
 {
@@ -16,18 +18,99 @@ static __device__ void skip_row(fs_row_desc *descs, fs_tree_row *rows, int64_t i
     descs[i] = rows[i].base;
 }
 
+/* fs_tree_request_rows for one request, by a whole warp: the serial pass
+ * reads back the parent's row it just wrote for every node (a dependent
+ * round trip to L2 per node: 50-70 us for 64-node trees), where this takes
+ * the nodes 32 at a time, in node order:
+ *  - a parent outside [-1, i) anywhere fails the request (BAD_TREE) before
+ *    anything of the chunk is written;
+ *  - depth: walk up the parents (each strictly smaller, so the walk ends),
+ *    given up past max_depth (BAD_TREE);
+ *  - a node's place among its parent's children: the parent's children
+ *    from earlier chunks (its num_children, written by them) plus the
+ *    lanes before it with the same parent (__match_any_sync); max_children
+ *    or more is BAD_TREE;
+ * then tokens outside the vocabulary (BAD_DRAFT) and the temperature's
+ * status, in fs_tree_request_rows' order.  A failing request's rows are
+ * all skipped.  Returns the status in every lane. */
+static __device__ int32_t request_rows_warp(const int32_t *tokens, const int32_t *parents,
+                                            int64_t n, int64_t max_depth, int64_t max_children,
+                                            int64_t global_vocab, float temperature,
+                                            uint64_t seed, uint64_t offset, int32_t request,
+                                            fs_tree_row *rows, int lane)
+{
+    const fs_row_desc d0 = fs_row_desc_make(temperature, seed, offset, 0, -1, -1, request);
+    for (int64_t j = lane; j <= n; j += 32) {
+        rows[j].base = d0;
+        rows[j].num_children = 0;
+        rows[j].excluded_mask = 0;
+    }
+    __syncwarp();
+    const uint32_t before = (1u << lane) - 1u;
+    bool bad = false;
+    for (int64_t c = 0; c < n && !bad; c += 32) {
+        const int64_t i = c + lane;
+        const bool in = i < n;
+        const int64_t p = in ? parents[i] : -1;
+        if (__any_sync(FS_FULL_WARP, in && (p < -1 || p >= i))) {
+            bad = true;
+            break;
+        }
+        /* every parent up to this chunk's is in range: the walk stays inside */
+        int64_t depth = 1;
+        for (int64_t q = p; in && q >= 0 && depth <= max_depth; q = parents[q])
+            ++depth;
+        const uint32_t same = __match_any_sync(FS_FULL_WARP, in ? (int32_t)p : -2);
+        const int32_t earlier = in ? rows[p + 1].num_children : 0;
+        const int64_t k = earlier + __popc(same & before);
+        __syncwarp(); /* every lane has read num_children before the leaders write it */
+        if (__any_sync(FS_FULL_WARP,
+                       in && (depth > max_depth || k >= max_children))) {
+            bad = true;
+            break;
+        }
+        if (in) {
+            fs_tree_row *up = &rows[p + 1];
+            up->children[k] = tokens[i];
+            up->child_nodes[k] = (int32_t)i;
+            rows[i + 1].base.position = (uint32_t)depth;
+            if (lane == 31 - __clz(same)) { /* the group's last lane: its count */
+                const int32_t nc = earlier + __popc(same);
+                up->num_children = nc;
+                up->excluded_mask = (uint32_t)((1ull << nc) - 1ull);
+            }
+        }
+        __syncwarp();
+    }
+    int32_t st = FS_ROW_BAD_TREE;
+    if (!bad) {
+        bool draft = false;
+        for (int64_t i = lane; i < n; i += 32)
+            draft |= tokens[i] < 0 || (int64_t)tokens[i] >= global_vocab;
+        st = __any_sync(FS_FULL_WARP, draft) ? FS_ROW_BAD_DRAFT
+                                              : fs_temperature_status(temperature);
+    }
+    if (st != FS_ROW_OK)
+        for (int64_t j = lane; j <= n; j += 32) {
+            rows[j].base = fs_row_desc_skip();
+            rows[j].num_children = 0;
+            rows[j].excluded_mask = 0;
+        }
+    __syncwarp();
+    return st;
+}
+
 /* Every block checks the offsets layout (R + 1 ints: cheaper than a second
  * launch), as the verify prep does; a malformed layout fails every request
  * and skips every row.  A well-formed one gives every request disjoint rows
- * that together cover all rows, and one thread per request writes its rows
- * (serially over its nodes: fs_tree_request_rows completes a parent before
- * its children; trees have tens of nodes).  With filters (f.fdescs set), as
- * the verify prep: a request whose tree, tokens and temperature passed
- * fails with FS_ROW_BAD_FILTER when its filter values are bad (its rows
- * skipped), every row gets its fs_filter_desc and the active ones
- * FS_ROWF_FILTER in the plain descriptor the scan and merge read (the walk
- * reads the tree rows, which stay as fs_tree_request_rows wrote them);
- * out_fallback and the second pass's counts are zeroed. */
+ * that together cover all rows, and one warp per request builds them
+ * (request_rows_warp).  With filters (f.fdescs set), as the verify prep: a
+ * request whose tree, tokens and temperature passed fails with
+ * FS_ROW_BAD_FILTER when its filter values are bad (its rows skipped),
+ * every row gets its fs_filter_desc and the active ones FS_ROWF_FILTER in
+ * the plain descriptor the scan and merge read (the walk reads the tree
+ * rows, which stay as request_rows_warp wrote them); out_fallback and the
+ * second pass's counts are zeroed. */
 __global__ void __launch_bounds__(FS_TREE_PREP_THREADS)
     fs_tree_prep_kernel(const int32_t *__restrict__ offsets, const int32_t *__restrict__ tokens,
                         const int32_t *__restrict__ parents,
@@ -67,21 +150,24 @@ __global__ void __launch_bounds__(FS_TREE_PREP_THREADS)
             pre_status[r] = layout;
         return;
     }
-    for (int64_t r = first; r < num_requests; r += stride) {
+    const int lane = threadIdx.x & 31;
+    for (int64_t r = first >> 5; r < num_requests; r += stride >> 5) { /* warp-uniform */
         const int64_t begin = offsets[r], n = offsets[r + 1] - begin;
         fs_tree_row *rr = tree_rows + begin + r;
         /* tokens and parents may be NULL when num_nodes is 0 */
-        int32_t st = fs_tree_request_rows(
+        int32_t st = request_rows_warp(
             n > 0 ? tokens + begin : nullptr, n > 0 ? parents + begin : nullptr, n, max_depth,
             max_children, global_vocab, temperature[r], seed[r], offset ? offset[r] : 0,
-            (int32_t)r, rr);
+            (int32_t)r, rr, lane);
         if (st == FS_ROW_OK && f.fdescs) {
             st = fs_filter_status(f.top_k, f.top_p, f.min_p, r);
-            for (int64_t j = 0; st != FS_ROW_OK && j <= n; ++j)
+            for (int64_t j = lane; st != FS_ROW_OK && j <= n; j += 32)
                 skip_row(descs, tree_rows, begin + r + j);
+            __syncwarp();
         }
-        pre_status[r] = st;
-        for (int64_t j = 0; j <= n; ++j) {
+        if (lane == 0)
+            pre_status[r] = st;
+        for (int64_t j = lane; j <= n; j += 32) {
             fs_row_desc d = rr[j].base;
             if (f.fdescs) {
                 fs_filter_desc *fd = &f.fdescs[begin + r + j];
@@ -101,9 +187,9 @@ cudaError_t fs_launch_tree_prep(const fs_tree_args *a, fs_row_desc *descs, fs_tr
     const fs_draft_tree *t = a->tree;
     const fs_sampling *p = a->base.params;
     const fs_prep_filters f = fs_prep_filters_of(p, filters);
-    /* a thread per request, or per 4 rows (64 child scores to set) when
-       that is more */
-    int64_t n = t->num_requests > a->base.rows / 4 ? t->num_requests : a->base.rows / 4;
+    /* a warp per request, or a thread per 4 rows (64 child scores to set)
+       when that is more */
+    int64_t n = 32 * t->num_requests > a->base.rows / 4 ? 32 * t->num_requests : a->base.rows / 4;
     int64_t blocks = (n + FS_TREE_PREP_THREADS - 1) / FS_TREE_PREP_THREADS;
     if (blocks > 65535)
         blocks = 65535; /* grid-stride loops cover the rest */

@@ -251,8 +251,7 @@ void fs_cpu_tree_finalize(const fs_tree_args *a, const fs_cpu_tree_ws *w)
         int64_t n = ok ? t->node_offsets[r + 1] - begin : 0;
         a->base.out_row_status[r] = w->pre_status[r];
         fs_finalize_verify_tree(ok ? &w->row_recs[begin + r] : NULL,
-                                ok ? &w->rows[begin + r] : NULL,
-                                ok && n > 0 ? t->parents + begin : NULL, n, stride,
+                                ok ? &w->rows[begin + r] : NULL, n, stride,
                                 &a->base.out_tokens[r * stride],
                                 path ? &path[r * t->max_depth] : NULL,
                                 lp ? &lp[r * stride] : NULL, &a->base.out_num_emitted[r],

@@ -44,6 +44,7 @@ FS_HD int32_t fs_tree_request_rows(const int32_t *tokens, const int32_t *parents
             break;
         }
         up->excluded_mask |= 1u << up->num_children;
+        up->child_nodes[up->num_children] = (int32_t)i;
         up->children[up->num_children++] = tokens[i];
         rows[i + 1].base.position = (uint32_t)depth;
     }
@@ -114,32 +115,28 @@ FS_HD int fs_tree_accept(const fs_tree_record *r, const fs_tree_row *d)
     return r->base.best_id < 0 ? last : -1;
 }
 
-/* Node index (within the request) of the k-th child of `node` (-1: root). */
-FS_HD int64_t fs_tree_child_node(const int32_t *parents, int64_t n, int64_t node, int k)
+/* The status of a request whose rows were scanned (status FS_ROW_OK on
+ * entry): that of its first row, in row order, whose record is not
+ * FS_ROW_OK.  Every row counts, reached by the walk or not, so the status
+ * never depends on where the random walk stops. */
+FS_HD int32_t fs_tree_records_status(const fs_tree_record *recs, int64_t n, int32_t status)
 {
-    for (int64_t i = node + 1; i < n; ++i)
-        if (parents[i] == node && k-- == 0)
-            return i;
-    return -1;
+    for (int64_t j = 0; status == FS_ROW_OK && j <= n; ++j)
+        status = fs_record_status(&recs[j].base);
+    return status;
 }
 
-/* Tree verify: walk one request's merged records (rows[0] the root, rows[1 +
- * i] node i) from the root and write its output rows: out_tokens and
- * out_logprobs (optional) `stride` = max_depth + 1 wide, out_path (optional)
- * stride - 1 wide.  status holds the request's pre-scan status on entry
- * (FS_ROW_OK if its rows were scanned). */
-FS_HD void fs_finalize_verify_tree(const fs_tree_record *recs, const fs_tree_row *rows,
-                                   const int32_t *parents, int64_t n, int64_t stride,
-                                   int32_t *out_tokens, int32_t *out_path, float *out_logprobs,
-                                   int32_t *num_emitted, int32_t *status)
+/* The walk of one request (rows[0] the root, rows[1 + i] node i) over its
+ * merged records from the root, given its status (fs_tree_records_status;
+ * anything but FS_ROW_OK emits nothing): out_tokens and out_logprobs
+ * (optional) `stride` = max_depth + 1 wide, out_path (optional) stride - 1
+ * wide, and the count. */
+FS_HD void fs_tree_walk(const fs_tree_record *recs, const fs_tree_row *rows, int64_t stride,
+                        int32_t status, int32_t *out_tokens, int32_t *out_path,
+                        float *out_logprobs, int32_t *num_emitted)
 {
-    int32_t st = *status;
     int64_t k = 0;
-    /* every row counts, reached or not, so the status never depends on
-       where the random walk stops */
-    for (int64_t j = 0; st == FS_ROW_OK && j <= n; ++j)
-        st = fs_record_status(&recs[j].base);
-    if (st == FS_ROW_OK) {
+    if (status == FS_ROW_OK) {
         int64_t node = -1;
         for (;;) {
             const fs_tree_record *r = &recs[node + 1];
@@ -149,7 +146,7 @@ FS_HD void fs_finalize_verify_tree(const fs_tree_record *recs, const fs_tree_row
             /* depth <= max_depth keeps k + 1 < stride after an acceptance */
             int c = k + 1 < stride ? fs_tree_accept(r, d) : -1;
             if (c >= 0) {
-                int64_t child = fs_tree_child_node(parents, n, node, c);
+                int64_t child = d->child_nodes[c];
                 out_tokens[k] = d->children[c];
                 if (out_logprobs)
                     out_logprobs[k] = r->child_s[c] - lse;
@@ -175,6 +172,17 @@ FS_HD void fs_finalize_verify_tree(const fs_tree_record *recs, const fs_tree_row
     for (int64_t i = k > 0 ? k - 1 : 0; out_path && i < stride - 1; ++i)
         out_path[i] = -1;
     *num_emitted = (int32_t)k;
+}
+
+/* Tree verify: status and walk of one request (n nodes) whose pre-scan
+ * status is *status on entry (FS_ROW_OK if its rows were scanned); *status
+ * is the request's status on return. */
+FS_HD void fs_finalize_verify_tree(const fs_tree_record *recs, const fs_tree_row *rows, int64_t n,
+                                   int64_t stride, int32_t *out_tokens, int32_t *out_path,
+                                   float *out_logprobs, int32_t *num_emitted, int32_t *status)
+{
+    const int32_t st = *status == FS_ROW_OK ? fs_tree_records_status(recs, n, FS_ROW_OK) : *status;
+    fs_tree_walk(recs, rows, stride, st, out_tokens, out_path, out_logprobs, num_emitted);
     *status = st;
 }
 

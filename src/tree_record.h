@@ -30,7 +30,9 @@ typedef struct fs_tree_row {
     int32_t num_children;
     uint32_t excluded_mask; /* bit k: children[k] is left out of the Gumbel candidate
                                (every child; the CPU test hooks clear bits) */
-    int32_t children[FS_TREE_MAX_CHILDREN]; /* the children's tokens, in try order */
+    int32_t children[FS_TREE_MAX_CHILDREN];    /* the children's tokens, in try order */
+    int32_t child_nodes[FS_TREE_MAX_CHILDREN]; /* their node indices in the request, so the
+                                                  walk steps to a child without a search */
 } fs_tree_row;
 
 typedef struct fs_tree_record {

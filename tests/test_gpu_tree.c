@@ -20,8 +20,9 @@
  *
  * Also: bad trees, tokens and temperatures in some requests (per-request
  * status, the others as on the CPU), a malformed layout, non-finite and
- * all-masked rows, and a chain given as a tree equal to fs_verify on the GPU
- * bit for bit.  Skipped without a GPU. */
+ * all-masked rows, trees of up to 100 nodes (good and bad past the GPU
+ * prep's first 32-node chunk), and a chain given as a tree equal to
+ * fs_verify on the GPU bit for bit.  Skipped without a GPU. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include "gpu_util.h"
 
@@ -31,11 +32,11 @@
 #include "naive_tree.h"
 #include "tree_test.h"
 
-enum shape { SH_MIXED, SH_STAR, SH_CHAIN, SH_FIXED5, SH_EMPTY };
+enum shape { SH_MIXED, SH_STAR, SH_CHAIN, SH_FIXED5, SH_EMPTY, SH_BIG };
 
 static const char *shape_name(int s)
 {
-    static const char *n[] = {"mixed", "star", "chain", "fixed5", "empty"};
+    static const char *n[] = {"mixed", "star", "chain", "fixed5", "empty", "big"};
     return n[s];
 }
 
@@ -83,6 +84,7 @@ static int64_t shape_nodes(int shape, int64_t r)
     case SH_CHAIN: return r % 7;             /* 0 .. 6 drafts */
     case SH_FIXED5: return 5;
     case SH_EMPTY: return 0;
+    case SH_BIG: return 33 + (r * 29) % 68; /* 33 .. 100: past the prep's 32-node chunks */
     default: return r % 4 == 0 ? 0 : 3 + (r * 5) % 9; /* 0, or 3 .. 11 */
     }
 }
@@ -91,8 +93,11 @@ static int64_t shape_nodes(int shape, int64_t r)
  * nodes (and the root) with room under max_depth and max_children. */
 static void make_tree(fstt_tree *tr, int shape, int64_t R, uint64_t seed)
 {
-    const int64_t max_depth = shape == SH_STAR ? 1 : shape == SH_CHAIN ? 6 : 4;
-    const int64_t max_children = shape == SH_STAR ? 16 : shape == SH_CHAIN ? 1 : 4;
+    const int64_t max_depth = shape == SH_STAR ? 1 : shape == SH_CHAIN ? 6 : shape == SH_BIG ? 7 : 4;
+    const int64_t max_children = shape == SH_STAR    ? 16
+                                 : shape == SH_CHAIN ? 1
+                                 : shape == SH_BIG   ? 6
+                                                     : 4;
     fst_rng g;
     fst_rng_seed(&g, seed ^ 0x7EE5ull);
     tr->offsets = malloc(sizeof(int32_t) * (size_t)(R + 1));
@@ -102,7 +107,7 @@ static void make_tree(fstt_tree *tr, int shape, int64_t R, uint64_t seed)
     const int64_t total = tr->offsets[R];
     tr->tokens = calloc((size_t)total + 1, sizeof(int32_t));
     tr->parents = malloc(sizeof(int32_t) * (size_t)(total + 1));
-    int64_t depth[32], kids[32], open[32];
+    int64_t depth[128], kids[128], open[128];
     for (int64_t r = 0; r < R; ++r) {
         const int64_t b = tr->offsets[r], n = tr->offsets[r + 1] - b;
         depth[0] = 0; /* index 0 = the root, 1 + i = node i */
@@ -614,6 +619,57 @@ static void test_bad_requests(void **state)
     }
 }
 
+/* Trees of 33 to 100 nodes: the GPU prep builds a request's rows 32 nodes at
+ * a time, so here parents, sibling counts and depths cross its chunks.
+ * Agreement with the CPU (tokens, path nodes, counts), then bad trees whose
+ * only fault lies past node 31: a parent after its child; the root's
+ * children past max_children, counted across chunks; a chain below node 31
+ * past max_depth; a token outside the vocabulary. */
+static void test_big_trees(void **state)
+{
+    (void)state;
+    static const tcase cs[] = {
+        {0, FS_DTYPE_F32, 1001, 0, SH_BIG, 6, 1},
+        {1, FS_DTYPE_BF16, 3001, 136, SH_BIG, 5, 0},
+    };
+    run_cases(cs, sizeof cs / sizeof cs[0], 500);
+
+    const tcase c = {0, FS_DTYPE_F32, 1001, 0, SH_BIG, 6, 0};
+    tprob pb;
+    make_problem(&c, 510, &pb);
+    int32_t *tok = pb.tr.tokens, *par = pb.tr.parents;
+    const int32_t *off = pb.tr.offsets;
+    /* nodes: 33, 62, 91, 52, 81, 42 (shape_nodes) */
+    par[off[1] + 40] = 41;
+    for (int64_t i = 32; i < off[3] - off[2]; ++i)
+        par[off[2] + i] = -1;
+    for (int64_t i = 32; i < off[4] - off[3]; ++i)
+        par[off[3] + i] = (int32_t)(i - 1);
+    tok[off[4] + 60] = (int32_t)c.V;
+    const int32_t want[6] = {FS_ROW_OK,       FS_ROW_BAD_TREE,  FS_ROW_BAD_TREE,
+                             FS_ROW_BAD_TREE, FS_ROW_BAD_DRAFT, FS_ROW_OK};
+    tout co, go;
+    out_alloc(&pb, &co);
+    out_alloc(&pb, &go);
+    run_cpu(&pb, &co);
+    fs_context *gpu = gt_gpu_ctx();
+    run_gpu(gpu, &pb, &go);
+    for (int64_t r = 0; r < c.R; ++r) {
+        if (co.st[r] != want[r] || go.st[r] != want[r])
+            fail_msg("big trees: request %lld: CPU status %d, GPU %d, expected %d (%s)",
+                     (long long)r, co.st[r], go.st[r], want[r], fs_row_status_string(want[r]));
+        if (want[r] != FS_ROW_OK)
+            assert_int_equal(go.nem[r], 0);
+    }
+    tagree a = compare(&pb, &co, &go, "big trees, bad requests");
+    assert_int_equal(a.value_bad, 0);
+    assert_true(a.differ <= 1);
+    fs_context_destroy(gpu);
+    out_free(&co);
+    out_free(&go);
+    free_problem(&pb);
+}
+
 /* ---- filters ----------------------------------------------------------- */
 
 /* Per-request filter values, request r taking row r % NFILT: top-k 50,
@@ -977,6 +1033,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_logits),       cmocka_unit_test(test_fused),
         cmocka_unit_test(test_empty),        cmocka_unit_test(test_bad_requests),
+        cmocka_unit_test(test_big_trees),
         cmocka_unit_test(test_chain_equals_verify), cmocka_unit_test(test_filters),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

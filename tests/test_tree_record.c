@@ -263,9 +263,14 @@ static void test_request_rows(void **state)
     assert_int_equal(rows[1].children[0], 12);
     assert_int_equal(rows[1].children[1], 13);
     assert_int_equal(rows[1].children[2], 12);
-    assert_int_equal(fs_tree_child_node(par, 7, 0, 2), 4);
-    assert_int_equal(fs_tree_child_node(par, 7, -1, 1), 1);
-    assert_int_equal(fs_tree_child_node(par, 7, 0, 3), -1);
+    /* the children's node indices, in try order: the walk steps by them */
+    assert_int_equal(rows[0].child_nodes[0], 0);
+    assert_int_equal(rows[0].child_nodes[1], 1);
+    assert_int_equal(rows[1].child_nodes[0], 2);
+    assert_int_equal(rows[1].child_nodes[1], 3);
+    assert_int_equal(rows[1].child_nodes[2], 4);
+    assert_int_equal(rows[4].child_nodes[0], 5);
+    assert_int_equal(rows[6].child_nodes[0], 6);
     /* exactly at the bounds is fine; one past is not, and the rows are skipped */
     assert_int_equal(fs_tree_request_rows(tok, par, 7, 4, 2, 100, 1.0f, 5, 6, 2, rows),
                      FS_ROW_BAD_TREE);

@@ -1,7 +1,8 @@
 // The tree-verify code shared with the CUDA backend (src/tree_record.h,
 // src/tree_finalize.h), compiled as device code by every CUDA build.  The
-// library's kernels call the request rows, the walk and the exclusion mask
-// (kernels/tree_prep.cu, tree_finalize.cu, tree_scan.cuh) but not the tree
+// library's kernels call the records' status, the walk and the exclusion
+// mask (kernels/tree_finalize.cu, tree_scan.cuh) but not the request rows
+// (kernels/tree_prep.cu builds them a warp per request) nor the tree
 // record's own push and merge, which the CPU backend uses; without this file
 // a construct in those that only the host compiler accepts would go
 // unnoticed.  Nothing here is launched.
@@ -30,7 +31,7 @@ __global__ void fs_tree_check_prep_finalize(const int32_t *tokens, const int32_t
     const int64_t r = threadIdx.x, b = offsets[r], n = offsets[r + 1] - b;
     int32_t st = fs_tree_request_rows(tokens + b, parents + b, n, max_depth, max_children, vocab,
                                       T[r], seed[r], 0, (int32_t)r, rows + b + r);
-    fs_finalize_verify_tree(recs + b + r, rows + b + r, parents + b, n, max_depth + 1,
+    fs_finalize_verify_tree(recs + b + r, rows + b + r, n, max_depth + 1,
                             out_tokens + r * (max_depth + 1), out_path + r * max_depth,
                             out_logprobs + r * (max_depth + 1), num_emitted + r, &st);
     status[r] = st;
