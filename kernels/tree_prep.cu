@@ -24,8 +24,8 @@ static __device__ void skip_row(fs_row_desc *descs, fs_tree_row *rows, int64_t i
  * the nodes 32 at a time, in node order:
  *  - a parent outside [-1, i) anywhere fails the request (BAD_TREE) before
  *    anything of the chunk is written;
- *  - depth: walk up the parents (each strictly smaller, so the walk ends),
- *    given up past max_depth (BAD_TREE);
+ *  - depth: the parent's row's, from an earlier chunk, after a walk up
+ *    the parents inside this chunk; past max_depth is BAD_TREE;
  *  - a node's place among its parent's children: the parent's children
  *    from earlier chunks (its num_children, written by them) plus the
  *    lanes before it with the same parent (__match_any_sync); max_children
@@ -56,10 +56,17 @@ static __device__ int32_t request_rows_warp(const int32_t *tokens, const int32_t
             bad = true;
             break;
         }
-        /* every parent up to this chunk's is in range: the walk stays inside */
-        int64_t depth = 1;
-        for (int64_t q = p; in && q >= 0 && depth <= max_depth; q = parents[q])
-            ++depth;
+        /* depth: the parent's, written by an earlier chunk (the root's is 0),
+           or found by walking up inside this chunk first -- at most 31 steps,
+           each to a smaller node (every parent up to here is in range), so a
+           long chain costs O(n), not O(n x depth) */
+        int64_t depth = 0;
+        if (in) {
+            int64_t q = p, up = 1;
+            for (; q >= c; q = parents[q])
+                ++up;
+            depth = (int64_t)rows[q + 1].base.position + up;
+        }
         const uint32_t same = __match_any_sync(FS_FULL_WARP, in ? (int32_t)p : -2);
         const int32_t earlier = in ? rows[p + 1].num_children : 0;
         const int64_t k = earlier + __popc(same & before);
