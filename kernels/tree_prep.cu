@@ -10,11 +10,17 @@
 #define FS_TREE_PREP_THREADS 128
 #define FS_FULL_WARP 0xffffffffu
 
+/* A row with descriptor d and no children yet. */
+static __device__ void reset_row(fs_tree_row *r, const fs_row_desc &d)
+{
+    r->base = d;
+    r->num_children = 0;
+    r->excluded_mask = 0;
+}
+
 static __device__ void skip_row(fs_row_desc *descs, fs_tree_row *rows, int64_t i)
 {
-    rows[i].base = fs_row_desc_skip();
-    rows[i].num_children = 0;
-    rows[i].excluded_mask = 0;
+    reset_row(&rows[i], fs_row_desc_skip());
     descs[i] = rows[i].base;
 }
 
@@ -41,11 +47,8 @@ static __device__ int32_t request_rows_warp(const int32_t *tokens, const int32_t
                                             fs_tree_row *rows, int lane)
 {
     const fs_row_desc d0 = fs_row_desc_make(temperature, seed, offset, 0, -1, -1, request);
-    for (int64_t j = lane; j <= n; j += 32) {
-        rows[j].base = d0;
-        rows[j].num_children = 0;
-        rows[j].excluded_mask = 0;
-    }
+    for (int64_t j = lane; j <= n; j += 32)
+        reset_row(&rows[j], d0);
     __syncwarp();
     const uint32_t before = (1u << lane) - 1u;
     bool bad = false;
@@ -99,11 +102,8 @@ static __device__ int32_t request_rows_warp(const int32_t *tokens, const int32_t
                                               : fs_temperature_status(temperature);
     }
     if (st != FS_ROW_OK)
-        for (int64_t j = lane; j <= n; j += 32) {
-            rows[j].base = fs_row_desc_skip();
-            rows[j].num_children = 0;
-            rows[j].excluded_mask = 0;
-        }
+        for (int64_t j = lane; j <= n; j += 32)
+            reset_row(&rows[j], fs_row_desc_skip());
     __syncwarp();
     return st;
 }
