@@ -11,6 +11,9 @@
 #include "tree_backend.h"
 #include "tree_record.h"
 
+/* Every lane of a warp: the tree kernels work a warp per request. */
+#define FS_FULL_WARP 0xffffffffu
+
 /* Per request: status before the scan and the fs_tree_row of each of its
  * rows (what tree_finalize.h's fs_tree_request_rows builds; a warp per
  * request here); descs[i] = rows[i].base for

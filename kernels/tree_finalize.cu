@@ -5,7 +5,6 @@
 #include "tree_finalize.h"
 
 #define FS_TREE_FINALIZE_THREADS 128
-#define FS_FULL_WARP 0xffffffffu
 
 /* The walk reads fs_tree_records; the scan left each row's fs_record in
  * row_recs (merge kernel) and its children's scores in child_s, so the

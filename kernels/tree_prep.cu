@@ -8,7 +8,6 @@
 #include "tree_finalize.h"
 
 #define FS_TREE_PREP_THREADS 128
-#define FS_FULL_WARP 0xffffffffu
 
 /* A row with descriptor d and no children yet. */
 static __device__ void reset_row(fs_tree_row *r, const fs_row_desc &d)
@@ -24,11 +23,11 @@ static __device__ void skip_row(fs_row_desc *descs, fs_tree_row *rows, int64_t i
     descs[i] = rows[i].base;
 }
 
-/* fs_tree_request_rows for one request, by a whole warp: the serial pass
- * reads back the parent's row it just wrote for every node (a dependent
- * round trip per node: 41-70 us for 64-node trees under ncu at base clocks
- * with cold caches; this, 7-11 us), where this takes
- * the nodes 32 at a time, in node order:
+/* fs_tree_request_rows for one request, by a whole warp.  The serial pass
+ * reads back the parent's row it just wrote for every node, a dependent
+ * round trip each (41-70 us for 64-node trees under ncu at base clocks with
+ * cold caches; this takes 7-11 us).  Here the nodes go 32 at a time, in
+ * node order:
  *  - a parent outside [-1, i) anywhere fails the request (BAD_TREE) before
  *    anything of the chunk is written;
  *  - depth: the parent's row's, from an earlier chunk, after a walk up
@@ -52,7 +51,7 @@ static __device__ int32_t request_rows_warp(const int32_t *tokens, const int32_t
     __syncwarp();
     const uint32_t before = (1u << lane) - 1u;
     bool bad = false;
-    for (int64_t c = 0; c < n && !bad; c += 32) {
+    for (int64_t c = 0; c < n; c += 32) {
         const int64_t i = c + lane;
         const bool in = i < n;
         const int64_t p = in ? parents[i] : -1;
