@@ -72,36 +72,6 @@ static __device__ __forceinline__ void fs_cand_insert(fs_cand_list &c, float x, 
     }
 }
 
-/* The largest of v. */
-static __device__ __forceinline__ float fs_cand_block_max(const float (&v)[FS_NOISE_BLOCK])
-{
-    float mx[FS_NOISE_BLOCK / 2];
-#pragma unroll
-    for (int i = 0; i < FS_NOISE_BLOCK / 2; ++i)
-        mx[i] = fmaxf(v[2 * i], v[2 * i + 1]);
-#pragma unroll
-    for (int w = FS_NOISE_BLOCK / 4; w > 0; w >>= 1)
-#pragma unroll
-        for (int i = 0; i < w; ++i)
-            mx[i] = fmaxf(mx[2 * i], mx[2 * i + 1]);
-    return mx[0];
-}
-
-/* The lowest position of v holding m. */
-static __device__ __forceinline__ int fs_cand_block_at(const float (&v)[FS_NOISE_BLOCK], float m)
-{
-    int at[FS_NOISE_BLOCK / 2];
-#pragma unroll
-    for (int i = 0; i < FS_NOISE_BLOCK / 2; ++i)
-        at[i] = v[2 * i] == m ? 2 * i : v[2 * i + 1] == m ? 2 * i + 1 : FS_NOISE_BLOCK;
-#pragma unroll
-    for (int w = FS_NOISE_BLOCK / 4; w > 0; w >>= 1)
-#pragma unroll
-        for (int i = 0; i < w; ++i)
-            at[i] = at[2 * i] < at[2 * i + 1] ? at[2 * i] : at[2 * i + 1];
-    return at[0];
-}
-
 /* Push the scores of ids id0 .. id0 + n - 1 (-inf: disallowed; NaN and +inf
  * fail the row through its fs_record and are not kept).  The block's tokens
  * are offered best first, (score desc, id asc), while they beat the list's
@@ -129,17 +99,17 @@ static __device__ __forceinline__ void fs_cand_push_block(fs_cand_list &c, int32
         v[i] = f ? s[i] : -INFINITY;
     }
     c.count += finite;
-    float m = fs_cand_block_max(v);
+    float m = fs_block_max(v);
 #pragma unroll 1
     for (int k = 0; k <= FS_CAND_LIST && m > -INFINITY && m >= c.s[L]; ++k) {
-        const int at = fs_cand_block_at(v, m);
+        const int at = fs_block_first_at(v, m);
         if (!fs_beats(m, id0 + at, c.s[L], c.id[L]))
             break; /* a tie with the last entry, on a larger id */
         fs_cand_insert(c, m, id0 + at);
 #pragma unroll
         for (int i = 0; i < FS_NOISE_BLOCK; ++i)
             v[i] = i == at ? -INFINITY : v[i];
-        m = fs_cand_block_max(v);
+        m = fs_block_max(v);
     }
     if (m > -INFINITY)
         c.drop = fmaxf(c.drop, m);

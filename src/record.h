@@ -213,6 +213,32 @@ FS_HD void fs_record_offer_block(fs_record *r, const fs_row_desc *d, int32_t id0
     }
 }
 
+/* The largest of a block's FS_NOISE_BLOCK scores, by a tree of fmaxf (not
+ * a 16-step dependency chain: the GPU epilogue waits on it). */
+FS_HD float fs_block_max(const float *v)
+{
+    float mx[FS_NOISE_BLOCK / 2];
+    for (int i = 0; i < FS_NOISE_BLOCK / 2; ++i)
+        mx[i] = fmaxf(v[2 * i], v[2 * i + 1]);
+    for (int w = FS_NOISE_BLOCK / 4; w > 0; w >>= 1)
+        for (int i = 0; i < w; ++i)
+            mx[i] = fmaxf(mx[2 * i], mx[2 * i + 1]);
+    return mx[0];
+}
+
+/* The lowest position of a block's scores holding m (FS_NOISE_BLOCK if
+ * none), by a tree. */
+FS_HD int fs_block_first_at(const float *v, float m)
+{
+    int at[FS_NOISE_BLOCK / 2];
+    for (int i = 0; i < FS_NOISE_BLOCK / 2; ++i)
+        at[i] = v[2 * i] == m ? 2 * i : v[2 * i + 1] == m ? 2 * i + 1 : FS_NOISE_BLOCK;
+    for (int w = FS_NOISE_BLOCK / 4; w > 0; w >>= 1)
+        for (int i = 0; i < w; ++i)
+            at[i] = at[2 * i] < at[2 * i + 1] ? at[2 * i] : at[2 * i + 1];
+    return at[0];
+}
+
 /* Push one noise block: tokens id0 .. id0 + n - 1, all in block
  * id0 / FS_NOISE_BLOCK (the whole block, or its part inside the vocabulary),
  * with scores s (-inf for disallowed tokens).  Everything a record holds --
@@ -242,22 +268,10 @@ FS_HD void fs_record_push_block(fs_record *r, const fs_row_desc *d, int32_t id0,
         }
         v[i] = x;
     }
-    float mx[FS_NOISE_BLOCK / 2];
-    for (int i = 0; i < FS_NOISE_BLOCK / 2; ++i)
-        mx[i] = fmaxf(v[2 * i], v[2 * i + 1]);
-    for (int w = FS_NOISE_BLOCK / 4; w > 0; w >>= 1)
-        for (int i = 0; i < w; ++i)
-            mx[i] = fmaxf(mx[2 * i], mx[2 * i + 1]);
-    const float m = mx[0];
+    const float m = fs_block_max(v);
     if (!(m > -INFINITY))
         return;
-    /* the lowest position holding m */
-    int at[FS_NOISE_BLOCK / 2];
-    for (int i = 0; i < FS_NOISE_BLOCK / 2; ++i)
-        at[i] = v[2 * i] == m ? 2 * i : v[2 * i + 1] == m ? 2 * i + 1 : FS_NOISE_BLOCK;
-    for (int w = FS_NOISE_BLOCK / 4; w > 0; w >>= 1)
-        for (int i = 0; i < w; ++i)
-            at[i] = at[2 * i] < at[2 * i + 1] ? at[2 * i] : at[2 * i + 1];
+    const int at = fs_block_first_at(v, m);
     float e[FS_NOISE_BLOCK / 2];
     for (int i = 0; i < FS_NOISE_BLOCK / 2; ++i)
         e[i] = fs_exp(v[2 * i] - m) + fs_exp(v[2 * i + 1] - m);
@@ -265,7 +279,7 @@ FS_HD void fs_record_push_block(fs_record *r, const fs_row_desc *d, int32_t id0,
         for (int i = 0; i < w; ++i)
             e[i] = e[2 * i] + e[2 * i + 1];
     const float S = e[0];
-    fs_record_add_lse(r, m, id0 + at[0], S);
+    fs_record_add_lse(r, m, id0 + at, S);
     if (!(d->flags & FS_ROWF_GREEDY) && !fs_block_hopeless(m, r->best_key))
         fs_record_offer_block(r, d, id0, n, v, m, S);
 }

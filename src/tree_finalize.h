@@ -181,7 +181,7 @@ FS_HD void fs_finalize_verify_tree(const fs_tree_record *recs, const fs_tree_row
                                    int64_t stride, int32_t *out_tokens, int32_t *out_path,
                                    float *out_logprobs, int32_t *num_emitted, int32_t *status)
 {
-    const int32_t st = *status == FS_ROW_OK ? fs_tree_records_status(recs, n, FS_ROW_OK) : *status;
+    const int32_t st = fs_tree_records_status(recs, n, *status);
     fs_tree_walk(recs, rows, stride, st, out_tokens, out_path, out_logprobs, num_emitted);
     *status = st;
 }
