@@ -33,8 +33,12 @@
  *     the kept set reaches past candidate 31 (1 barrier).  Pushed one block
  *     after another by a single thread it cost ~150 us a row at k = 50
  *     (H100).
- * The longest serial part is thread 0's fs_filter_resolve, a walk over up to
- * 64 candidates whose sums must keep the CPU backend's order. */
+ * The longest serial part is thread 0's fs_filter_resolve_w, a walk over up
+ * to 64 candidates whose sums must keep the CPU backend's order (their
+ * weights are computed by a warp beforehand; top-k alone needs no walk).
+ * The code runs cold on every call (fs_hd.h, FS_UNROLL_HOT): under a
+ * clock64 probe on an H100, each of steps 1-4 took ~2 us more than when the
+ * same block ran it a second time, and the kept record ~4 us more. */
 #ifndef FS_FILTER_RESOLVE_CUH
 #define FS_FILTER_RESOLVE_CUH
 
@@ -70,6 +74,7 @@ struct resolve_smem {
     /* per first candidate of a noise block: its candidates' scores by place */
     alignas(16) float vt[FS_FILTER_CANDIDATES][FS_NOISE_BLOCK];
     alignas(16) fs_filter_record f;
+    float w[FS_FILTER_CANDIDATES]; /* the candidates' weights exp(s - max_s), for the walk */
     fs_record red;
     alignas(16) uint32_t red_kd[WARPS];
     alignas(16) int32_t red_count[WARPS];
@@ -496,7 +501,7 @@ __device__ __forceinline__ void reduce_pushed(fs_record &rec, bool pushed)
 {
     const uint32_t m = __ballot_sync(FULL, pushed);
     const int last = 31 - __clz((int)m); /* -1 when none pushed */
-#pragma unroll
+#pragma unroll 1 /* cold code: size is time (fs_hd.h, FS_UNROLL_HOT) */
     for (int mask = 16; mask > 0; mask >>= 1)
         if (mask <= last) { /* the same in every lane */
             const fs_record o = fs_record_shfl_xor(rec, mask);
@@ -689,11 +694,17 @@ __device__ __forceinline__ int decide(int64_t row, const fs_record &rec, const f
                                       const tree_ctx &tc)
 {
     const int tid = threadIdx.x;
+    if (tid < 32) {
+        /* the walk's weights by the warp, then the walk by one thread */
+        for (int i = tid; i < N; i += 32)
+            sh.w[i] = fs_exp(sh.f.s[i] - rec.max_s);
+        __syncwarp();
+    }
     if (tid == 0) {
         sh.f.count = count;
         sh.f.n = N;
         fs_filter_cut cut;
-        sh.one = !force && fs_filter_resolve(&rec, &sh.f, &fd, &cut) == FS_FILTER_ONE_PASS;
+        sh.one = !force && fs_filter_resolve_w(&rec, &sh.f, &fd, sh.w, &cut) == FS_FILTER_ONE_PASS;
         sh.cut = cut;
     } else if (tid >= 64 && tid < 128) {
         note_blocks(sh.f, N, sh.vt, sh.leads);

@@ -4,6 +4,7 @@
  * a tensor-parallel exchange), the merge block finalizes its row itself and
  * the separate finalize launch is skipped: at small row counts every launch
  * is a visible share of the call. */
+#define FS_COLD_CODE 1 /* fs_hd.h: these kernels run once per row per call, from cold code */
 #include "cuda_common.cuh"
 #include "filter_resolve.cuh"
 #include "op_tail.cuh"

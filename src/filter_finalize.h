@@ -81,9 +81,11 @@ enum fs_filter_path {
  * kept set for the non-candidates too (they score at most the last
  * candidate).  Returns FS_FILTER_SECOND_PASS when a needed group may continue
  * past the candidates, or top-p's decision depends on the part of the top-k
- * mass Z_k that lies outside them. */
-FS_HD int fs_filter_resolve(const fs_record *r, const fs_filter_record *f,
-                            const fs_filter_desc *fd, fs_filter_cut *cut)
+ * mass Z_k that lies outside them.  w[i] = fs_exp(f->s[i] - r->max_s) for
+ * i < f->n (fs_filter_weights): the walk's sums take them in candidate
+ * order, so the weights may be computed in any order, or in parallel. */
+FS_HD int fs_filter_resolve_w(const fs_record *r, const fs_filter_record *f,
+                              const fs_filter_desc *fd, const float *w, fs_filter_cut *cut)
 {
     const int n = f->n;
     const int complete = f->count <= n;
@@ -100,40 +102,45 @@ FS_HD int fs_filter_resolve(const fs_record *r, const fs_filter_record *f,
     } else if (k > 0) {
         nk = -1;
     }
-    /* its mass Z_k relative to m: exact, or bounded by the candidates' mass
-       and the row's when the set runs past them */
-    float z_lo, z_hi;
-    if (k == 0) {
-        z_lo = z_hi = r->sum_exp;
-    } else {
-        const int upto = nk >= 0 ? nk : n;
-        float z = 0.0f;
-        for (int i = 0; i < upto; ++i)
-            z += fs_exp(f->s[i] - m);
-        z_lo = z;
-        z_hi = nk >= 0 ? z : r->sum_exp;
-    }
     const int limit = nk >= 0 ? nk : n;
-    float before = 0.0f; /* mass of the groups kept so far */
     int i = 0;
-    while (i < limit) {
-        const float v = f->s[i];
-        if (!(v - m >= fd->log_min_p))
-            break;
-        if (fd->top_p < 1.0f) {
-            if (before >= fd->top_p * z_hi)
+    if (fd->top_p >= 1.0f && !(fd->log_min_p > -INFINITY)) {
+        /* top-k alone: no group can end the walk before limit, a group
+           boundary (the thread walking a GPU row's 64 candidates one by one
+           took ~5 us) */
+        i = limit;
+    } else {
+        /* the top-k mass Z_k relative to m (top-p only): exact, or bounded by
+           the candidates' mass and the row's when the set runs past them */
+        float z_lo = r->sum_exp, z_hi = r->sum_exp;
+        if (k > 0 && fd->top_p < 1.0f) {
+            const int upto = nk >= 0 ? nk : n;
+            float z = 0.0f;
+            for (int t = 0; t < upto; ++t)
+                z += w[t];
+            z_lo = z;
+            z_hi = nk >= 0 ? z : r->sum_exp;
+        }
+        float before = 0.0f; /* mass of the groups kept so far */
+        while (i < limit) {
+            const float v = f->s[i];
+            if (!(v - m >= fd->log_min_p))
                 break;
-            if (before >= fd->top_p * z_lo)
-                return FS_FILTER_SECOND_PASS;
+            if (fd->top_p < 1.0f) {
+                if (before >= fd->top_p * z_hi)
+                    break;
+                if (before >= fd->top_p * z_lo)
+                    return FS_FILTER_SECOND_PASS;
+            }
+            int j = i + 1;
+            float g = w[i];
+            while (j < n && f->s[j] == v) {
+                g += w[j];
+                ++j;
+            }
+            before += g;
+            i = j;
         }
-        int j = i + 1;
-        float w = fs_exp(v - m);
-        while (j < n && f->s[j] == v) {
-            w += fs_exp(f->s[j] - m);
-            ++j;
-        }
-        before += w;
-        i = j;
     }
     /* kept up to the end of an incomplete list: the last group, and the kept
        set, may continue past the candidates (when nk >= 0 the walk ends
@@ -144,6 +151,22 @@ FS_HD int fs_filter_resolve(const fs_record *r, const fs_filter_record *f,
     cut->max_s = m;
     cut->log_min_p = fd->log_min_p;
     return FS_FILTER_ONE_PASS;
+}
+
+/* The weights fs_filter_resolve_w takes: w[i] = exp(s_i - max_s), i < f->n. */
+FS_HD void fs_filter_weights(const fs_record *r, const fs_filter_record *f, float *w)
+{
+    for (int i = 0; i < f->n; ++i)
+        w[i] = fs_exp(f->s[i] - r->max_s);
+}
+
+/* fs_filter_resolve_w with the weights computed here. */
+FS_HD int fs_filter_resolve(const fs_record *r, const fs_filter_record *f,
+                            const fs_filter_desc *fd, fs_filter_cut *cut)
+{
+    float w[FS_FILTER_CANDIDATES];
+    fs_filter_weights(r, f, w);
+    return fs_filter_resolve_w(r, f, fd, w, cut);
 }
 
 /* The kept candidates of a resolved row sorted by ascending id, into

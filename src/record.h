@@ -175,6 +175,7 @@ FS_HD int fs_block_pick(const fs_row_desc *d, int32_t id0, int n, const float *s
 {
     float c = 0.0f, last_s = -INFINITY;
     int last = -1;
+    FS_UNROLL_HOT
     for (int i = 0; i < FS_NOISE_BLOCK; ++i) {
         if (i >= n || !fs_noise_eligible(d, id0 + i, s[i]))
             continue;
@@ -254,6 +255,7 @@ FS_HD void fs_record_push_block(fs_record *r, const fs_row_desc *d, int32_t id0,
        (finite, in range, not excluded); the reductions are trees, not
        16-step dependency chains (the GPU epilogue waits on them) */
     float v[FS_NOISE_BLOCK];
+    FS_UNROLL_HOT
     for (int i = 0; i < FS_NOISE_BLOCK; ++i) {
         float x = i < n ? s[i] : -INFINITY;
         if (!(x > -INFINITY && x < INFINITY)) {
@@ -273,6 +275,7 @@ FS_HD void fs_record_push_block(fs_record *r, const fs_row_desc *d, int32_t id0,
         return;
     const int at = fs_block_first_at(v, m);
     float e[FS_NOISE_BLOCK / 2];
+    FS_UNROLL_HOT
     for (int i = 0; i < FS_NOISE_BLOCK / 2; ++i)
         e[i] = fs_exp(v[2 * i] - m) + fs_exp(v[2 * i + 1] - m);
     for (int w = FS_NOISE_BLOCK / 4; w > 0; w >>= 1)
