@@ -10,8 +10,10 @@
  * the block's chain of dependent memory round trips and barriers, not its
  * work.  The steps, with the barriers each one waits on:
  *  1. Every thread loads PER of the row's ~1000 lists at once (three wide
- *     loads a list) and keeps them in registers; D = max(drop) and the count
- *     of finite tokens are one block reduction (1 barrier).
+ *     loads a list), before the row's tile records are merged so that both
+ *     sets of loads are in flight together, and keeps them in registers;
+ *     D = max(drop) and the count of finite tokens are one block reduction
+ *     (1 barrier).
  *  2. The entries above D -- the exact prefix, G entries, hundreds for a
  *     151936-token row -- are staged from registers into shared memory as
  *     64-bit keys (score key, then the id reversed: distinct keys ordered as
@@ -143,10 +145,10 @@ __device__ __forceinline__ uint32_t umax(uint32_t a, uint32_t b)
 }
 
 /* The row's D = max(drop), as its key fs_select_key(D), and its count of
- * finite allowed tokens, to every thread; the thread's lists of the first
- * group are loaded into `mine` on the way.  One barrier. */
+ * finite allowed tokens, to every thread; `mine` holds the thread's lists
+ * of the first group (fs_filter_load_lists).  One barrier. */
 __device__ __forceinline__ void row_bounds(const fs_cand_list *L, int64_t n,
-                                           fs_cand_list (&mine)[PER], resolve_smem &sh,
+                                           const fs_cand_list (&mine)[PER], resolve_smem &sh,
                                            uint32_t *kd_out, int *count_out)
 {
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -168,7 +170,6 @@ __device__ __forceinline__ void row_bounds(const fs_cand_list *L, int64_t n,
             count += __float_as_int(dc[i].y);
         }
     }
-    load_group(L, 0, n, mine);
 #pragma unroll
     for (int i = 0; i < PER; ++i) {
         kd = umax(kd, fs_select_key(mine[i].drop));
@@ -501,7 +502,7 @@ __device__ __forceinline__ void reduce_pushed(fs_record &rec, bool pushed)
 {
     const uint32_t m = __ballot_sync(FULL, pushed);
     const int last = 31 - __clz((int)m); /* -1 when none pushed */
-#pragma unroll 1 /* cold code: size is time (fs_hd.h, FS_UNROLL_HOT) */
+#pragma unroll
     for (int mask = 16; mask > 0; mask >>= 1)
         if (mask <= last) { /* the same in every lane */
             const fs_record o = fs_record_shfl_xor(rec, mask);
@@ -620,6 +621,16 @@ __device__ __forceinline__ void hand_over(int64_t row, const fs_record &rec,
         atomicAdd(&ho.out_fallback[d.request], 1);
 }
 
+/* The first PER x THREADS lists of row `row`, this thread's share: loaded by
+ * the merge kernel before it merges the row's tile records, so that the two
+ * sets of loads overlap. */
+__device__ __forceinline__ void fs_filter_load_lists(const fs_cand_list *__restrict__ cands,
+                                                     int64_t row, int64_t lists_per_row,
+                                                     fs_cand_list (&mine)[PER])
+{
+    load_group(cands + row * lists_per_row, 0, lists_per_row, mine);
+}
+
 /* The block's shared state: one instance per kernel, whichever of the
  * functions below the kernel calls. */
 __device__ __forceinline__ resolve_smem &shared_state()
@@ -644,16 +655,17 @@ __device__ __forceinline__ void reset_state(resolve_smem &sh)
         make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
 }
 
-/* The row's best N = min(64, G) candidates from its lists -- G the length of
+/* The row's best N = min(64, G) candidates from its lists (`mine`: this
+ * thread's share of the first group, fs_filter_load_lists) -- G the length of
  * the exact prefix above D -- into sh.f.s / sh.f.id, in order; returns N,
  * with D's key, the count of finite tokens and G.  Every thread calls it; it
  * ends with a barrier. */
 __device__ __forceinline__ int prefix_candidates(const fs_cand_list *L, int64_t lists_per_row,
+                                                 const fs_cand_list (&mine)[PER],
                                                  resolve_smem &sh, uint32_t *kd_out,
                                                  int *count_out, int *g_out)
 {
     reset_state(sh);
-    fs_cand_list mine[PER];
     uint32_t kd;
     int count;
     row_bounds(L, lists_per_row, mine, sh, &kd, &count);
@@ -740,14 +752,16 @@ __device__ __forceinline__ int decide(int64_t row, const fs_record &rec, const f
 template <bool TREE>
 __device__ int fs_filter_resolve_row(int64_t row, const fs_record &rec, const fs_filter_desc &fd,
                                      const fs_row_desc &d, const fs_cand_list *__restrict__ cands,
-                                     int64_t lists_per_row, fs_fallback_row *fb,
+                                     int64_t lists_per_row, const fs_cand_list (&mine)[PER],
+                                     fs_fallback_row *fb,
                                      unsigned int *flag_n, int32_t *out_fallback, int force,
                                      fs_record *kept, const tree_ctx &tc)
 {
     resolve_smem &sh = shared_state();
     uint32_t kd;
     int count, G;
-    const int N = prefix_candidates(cands + row * lists_per_row, lists_per_row, sh, &kd, &count, &G);
+    const int N =
+        prefix_candidates(cands + row * lists_per_row, lists_per_row, mine, sh, &kd, &count, &G);
     const handover ho = {fb, nullptr, flag_n, out_fallback};
     return decide<TREE>(row, rec, fd, d, N, count, force, ho, sh, kept, tc);
 }
@@ -759,12 +773,14 @@ __device__ int fs_filter_resolve_row(int64_t row, const fs_record &rec, const fs
  * and resolve with fs_filter_resolve_merged.  Every thread of the block
  * calls it. */
 __device__ void fs_filter_summarize_row(int64_t row, const fs_cand_list *__restrict__ cands,
-                                        int64_t lists_per_row, fs_filter_summary *out)
+                                        int64_t lists_per_row, const fs_cand_list (&mine)[PER],
+                                        fs_filter_summary *out)
 {
     resolve_smem &sh = shared_state();
     uint32_t kd;
     int count, G;
-    const int N = prefix_candidates(cands + row * lists_per_row, lists_per_row, sh, &kd, &count, &G);
+    const int N =
+        prefix_candidates(cands + row * lists_per_row, lists_per_row, mine, sh, &kd, &count, &G);
     for (int i = threadIdx.x; i < N; i += THREADS) {
         out->s[i] = sh.f.s[i];
         out->id[i] = sh.f.id[i];

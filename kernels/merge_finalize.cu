@@ -46,6 +46,9 @@ __global__ void __launch_bounds__(FS_MERGE_THREADS, 1)
     fs_pdl_wait(); /* launched while the scan may still run */
     const int64_t row = blockIdx.x;
     const fs_row_desc d = descs[row];
+    fs_cand_list mine[fsf::PER];
+    if (FILT && (d.flags & FS_ROWF_FILTER) && (filt.sums || filt.fdescs))
+        fsf::fs_filter_load_lists(filt.cands, row, filt.lists_per_row, mine);
     fs_record acc;
     fs_record_init(&acc);
     if (d.flags & FS_ROWF_VALID)
@@ -55,7 +58,7 @@ __global__ void __launch_bounds__(FS_MERGE_THREADS, 1)
     if (FILT && filt.sums && (d.flags & FS_ROWF_FILTER)) {
         /* a shard of a tensor-parallel context: export the row's candidates;
            every rank resolves from all of them after the exchange */
-        fsf::fs_filter_summarize_row(row, filt.cands, filt.lists_per_row, filt.sums + row);
+        fsf::fs_filter_summarize_row(row, filt.cands, filt.lists_per_row, mine, filt.sums + row);
     } else if (FILT && filt.fdescs && (d.flags & FS_ROWF_FILTER)) {
         if (threadIdx.x == 0)
             merged = acc;
@@ -68,7 +71,7 @@ __global__ void __launch_bounds__(FS_MERGE_THREADS, 1)
                                       TREE ? filt.tree_child_s + row * FS_TREE_MAX_CHILDREN
                                            : nullptr};
             if (!fsf::fs_filter_resolve_row<TREE>(row, rec, fd, d, filt.cands,
-                                                  filt.lists_per_row, filt.fb, filt.flag_n,
+                                                  filt.lists_per_row, mine, filt.fb, filt.flag_n,
                                                   out_fallback, force_second_pass, &kept, tc))
                 return; /* the second pass ends the row */
             acc = kept;
