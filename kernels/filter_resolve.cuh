@@ -41,7 +41,7 @@
  * The code runs cold on every call (fs_hd.h, FS_UNROLL_HOT): under a
  * clock64 probe on an H100, each of steps 1-4 took 1.5-2.5 us more than
  * when the same block ran it a second time, and the kept record ~9 us more
- * before its loops were rolled (~5 us after). */
+ * before its loops were rolled (~3 us after). */
 #ifndef FS_FILTER_RESOLVE_CUH
 #define FS_FILTER_RESOLVE_CUH
 
