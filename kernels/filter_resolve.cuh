@@ -46,6 +46,7 @@
 #define FS_FILTER_RESOLVE_CUH
 
 #include "filter_gpu.cuh"
+#include "probe_resolve.cuh"
 
 namespace fsf {
 
@@ -667,11 +668,15 @@ __device__ __forceinline__ int prefix_candidates(const fs_cand_list *L, int64_t 
                                                  int *count_out, int *g_out)
 {
     reset_state(sh);
+    fs_probe_resolve_stamp(2);
     uint32_t kd;
     int count;
     row_bounds(L, lists_per_row, mine, sh, &kd, &count);
+    fs_probe_resolve_stamp(3);
     /* the exact prefix: G entries, staged as keys when they fit */
     const int G = stage_row(L, lists_per_row, mine, kd, sh);
+    fs_probe_resolve_stamp(4);
+    fs_probe_resolve_g_is(G);
     const int N = G < FS_FILTER_CANDIDATES ? G : FS_FILTER_CANDIDATES;
     key_src src;
     src.stage = G <= STAGE ? sh.stage : nullptr;
@@ -681,13 +686,16 @@ __device__ __forceinline__ int prefix_candidates(const fs_cand_list *L, int64_t 
     /* its best N: all G ranked when few, else those at or above the radix
        select's bucket */
     select_state st = select_start(kd, sh.khi, G, N);
-    if (select_rounds(src, N, st, sh.hist) > 0) {
+    const int rounds = select_rounds(src, N, st, sh.hist);
+    fs_probe_resolve_stamp(5);
+    if (rounds > 0) {
         gather_top(src, st, sh.top, &sh.c);
         rank_keys(sh.top, st.size < CAP ? st.size : CAP, N, sh.f);
     } else {
         rank_keys(sh.stage, G, N, sh.f);
     }
     __syncthreads(); /* f is whole */
+    fs_probe_resolve_stamp(6);
     *kd_out = kd;
     *count_out = count;
     *g_out = G;
@@ -725,9 +733,11 @@ __device__ __forceinline__ int decide(int64_t row, const fs_record &rec, const f
         sh.child_s[tid - 128] = -INFINITY;
     }
     __syncthreads();
+    fs_probe_resolve_stamp(7);
     if (sh.one) {
         const fs_filter_cut cut = sh.cut;
         *kept = kept_record<TREE>(sh.f, N, cut, sh.vt, sh.leads, d, &sh.red, tc.row, sh.child_s);
+        fs_probe_resolve_stamp(8);
         if (TREE) {
             __syncthreads(); /* the pushes' children's scores are in sh.child_s */
             if (tid < FS_TREE_MAX_CHILDREN)

@@ -44,6 +44,7 @@ __global__ void __launch_bounds__(FS_MERGE_THREADS, 1)
     __shared__ fs_record scratch[32];
     __shared__ fs_record merged;
     fs_pdl_wait(); /* launched while the scan may still run */
+    fs_probe_resolve_stamp(0);
     const int64_t row = blockIdx.x;
     const fs_row_desc d = descs[row];
     fs_cand_list mine[fsf::PER];
@@ -55,6 +56,7 @@ __global__ void __launch_bounds__(FS_MERGE_THREADS, 1)
         acc = fs_merge_run(tile_recs + row * tiles_per_row, tiles_per_row, threadIdx.x,
                            FS_MERGE_THREADS);
     acc = fs_record_block_reduce(acc, scratch);
+    fs_probe_resolve_stamp(1);
     if (FILT && filt.sums && (d.flags & FS_ROWF_FILTER)) {
         /* a shard of a tensor-parallel context: export the row's candidates;
            every rank resolves from all of them after the exchange */
@@ -75,6 +77,7 @@ __global__ void __launch_bounds__(FS_MERGE_THREADS, 1)
                                                   out_fallback, force_second_pass, &kept, tc))
                 return; /* the second pass ends the row */
             acc = kept;
+            fs_probe_resolve_print();
         }
     }
     if (threadIdx.x != 0)
