@@ -718,7 +718,7 @@ __device__ __forceinline__ int decide(int64_t row, const fs_record &rec, const f
     if (tid < 32) {
         /* the walk's weights by the warp, then the walk by one thread */
         for (int i = tid; i < N; i += 32)
-            sh.w[i] = fs_exp(sh.f.s[i] - rec.max_s);
+            sh.w[i] = fs_filter_weight(&rec, &sh.f, i);
         __syncwarp();
     }
     if (tid == 0) {

@@ -153,11 +153,18 @@ FS_HD int fs_filter_resolve_w(const fs_record *r, const fs_filter_record *f,
     return FS_FILTER_ONE_PASS;
 }
 
-/* The weights fs_filter_resolve_w takes: w[i] = exp(s_i - max_s), i < f->n. */
+/* Candidate i's weight for fs_filter_resolve_w, exp(s_i - max_s): the one
+ * spelling of it, for the CPU loop below and the GPU's warp (filter_resolve.cuh). */
+FS_HD float fs_filter_weight(const fs_record *r, const fs_filter_record *f, int i)
+{
+    return fs_exp(f->s[i] - r->max_s);
+}
+
+/* The weights fs_filter_resolve_w takes, w[i] for i < f->n. */
 FS_HD void fs_filter_weights(const fs_record *r, const fs_filter_record *f, float *w)
 {
     for (int i = 0; i < f->n; ++i)
-        w[i] = fs_exp(f->s[i] - r->max_s);
+        w[i] = fs_filter_weight(r, f, i);
 }
 
 /* fs_filter_resolve_w with the weights computed here. */
