@@ -47,6 +47,7 @@ typedef struct options {
     int tune_gemm;
     size_t copy_mib;
     int device;
+    int clean_flush;
     const char *csv, *json;
 } options;
 
@@ -666,6 +667,9 @@ static void usage(FILE *f)
             "  --warmup N             untimed calls first (default 5)\n"
             "  --gemm tuned|heuristic cuBLASLt: fastest of 16 candidates (default) or first\n"
             "  --copy-mib N           size of the bandwidth-probe copy (default 1024)\n"
+            "  --flush dirty|clean    L2 before each call: full of a memset's dirty lines\n"
+            "                         (default: as after a model's previous layers) or\n"
+            "                         read back clean (the call writes nothing back)\n"
             "  --quick                smoke run: 1st shape, rows 1,16,256, requests 1,16,64,\n"
             "                         10 reps, 2 warm-up (explicit flags still win)\n"
             "  --csv PATH, --json PATH  write the results\n"
@@ -775,6 +779,9 @@ static void parse_options(int argc, char **argv, options *o)
         } else if (strcmp(a, "--gemm") == 0) {
             bad = strcmp(v, "tuned") != 0 && strcmp(v, "heuristic") != 0;
             o->tune_gemm = strcmp(v, "tuned") == 0;
+        } else if (strcmp(a, "--flush") == 0) {
+            bad = strcmp(v, "dirty") != 0 && strcmp(v, "clean") != 0;
+            o->clean_flush = strcmp(v, "clean") == 0;
         } else if (strcmp(a, "--copy-mib") == 0) {
             o->copy_mib = (size_t)atol(v);
             bad = o->copy_mib < 16;
@@ -850,6 +857,7 @@ int main(int argc, char **argv)
     CUDA_CHECK(bl_init(o->device));
     CUDA_CHECK(cudaStreamCreateWithFlags(&b.stream, cudaStreamNonBlocking));
     bench_timer_init(&b.timer, b.stream, (size_t)prop.l2CacheSize, o->reps);
+    b.timer.clean = o->clean_flush;
     b.ms = xmalloc((size_t)o->reps * sizeof(double));
 
     bench_meta meta;
@@ -906,8 +914,9 @@ int main(int argc, char **argv)
     printf("CUDA runtime %d, driver %d, cuBLASLt %zu; GEMM: %s\n", meta.cuda_runtime,
            meta.cuda_driver, meta.cublaslt_version, meta.gemm_mode);
     printf("copy bandwidth %.1f GB/s (D2D %zu MiB, read + write bytes); reps %d (median), "
-           "warm-up %d, L2 flushed (%zu MiB memset) before every call\n",
-           b.copy_gbps, o->copy_mib, o->reps, o->warmup, b.timer.flush_bytes >> 20);
+           "warm-up %d, L2 flushed (%zu MiB memset%s) before every call\n",
+           b.copy_gbps, o->copy_mib, o->reps, o->warmup, b.timer.flush_bytes >> 20,
+           o->clean_flush ? ", then read back: clean" : ", left dirty");
     printf("temperature 1.0; logits bf16; %d greedy drafts per request (the target argmax)\n",
            o->drafts);
     printf("planned: %ld measurements, %ld timed calls\n", configs, calls);

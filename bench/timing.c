@@ -19,6 +19,7 @@ void bench_timer_init(bench_timer *t, cudaStream_t stream, size_t l2_bytes, int 
 {
     t->stream = stream;
     t->flush_bytes = 2 * (l2_bytes ? l2_bytes : ((size_t)64 << 20));
+    t->clean = 0;
     CUDA_CHECK(cudaMalloc(&t->flush, t->flush_bytes));
     t->max_reps = max_reps;
     t->events = (cudaEvent_t *)calloc(2 * (size_t)max_reps, sizeof(cudaEvent_t));
@@ -49,6 +50,8 @@ static int cmp_double(const void *a, const void *b)
 static void flush_l2(bench_timer *t, int i)
 {
     CUDA_CHECK(cudaMemsetAsync(t->flush, i & 0xff, t->flush_bytes, t->stream));
+    if (t->clean)
+        bench_l2_read(t->flush, t->flush_bytes, t->stream);
 }
 
 int bench_time(bench_timer *t, bench_op_fn op, void *arg, int warmup, int reps, double *out_ms)

@@ -20,6 +20,9 @@ typedef struct bench_timer {
     cudaStream_t stream;
     void *flush;          /* written between reps to evict the L2 */
     size_t flush_bytes;   /* 2 x the L2 size */
+    int clean;            /* 0: the L2 left full of the flush's dirty lines (the default:
+                             a decode step finds the previous layers' there); 1: read
+                             back after the memset, so the call writes nothing back */
     cudaEvent_t *events;  /* 2 per rep */
     int max_reps;
 } bench_timer;
@@ -28,11 +31,14 @@ void bench_timer_init(bench_timer *t, cudaStream_t stream, size_t l2_bytes, int 
 void bench_timer_destroy(bench_timer *t);
 
 /* warmup + reps calls, each after an L2 flush (a memset of 2 x L2 bytes,
- * outside the events).  Events of every rep are recorded without waiting and
+ * then with t->clean a read of them, outside the events).  Events of every rep are recorded without waiting and
  * read after one final synchronize, so the host stays ahead of the GPU and
  * launch latency is not timed.  out_ms[reps] comes back sorted ascending.
  * Returns 0, or -1 if the op failed (the stream is synchronized first). */
 int bench_time(bench_timer *t, bench_op_fn op, void *arg, int warmup, int reps, double *out_ms);
+
+/* Read `bytes` of buf on the stream (l2_read.cu). */
+void bench_l2_read(const void *buf, size_t bytes, cudaStream_t stream);
 
 /* q-quantile (0..1) of sorted values, linear interpolation; median = 0.5. */
 double bench_quantile(const double *sorted, int n, double q);
