@@ -7,8 +7,9 @@ Usage: bench_ab_table.py [--methods a,b,..] LABEL=GLOB [LABEL=GLOB ...]
   e.g. bench_ab_table.py dirty='flush_dirty_*.txt' clean='flush_clean_*.txt'
 Methods default to the fused ops and cuBLAS's matmul alone."""
 import collections
-import glob
 import sys
+
+from ab_labels import labelled_files
 
 DEFAULT = ("cublas_matmul", "fs_sample", "fs_draft_argmax", "fs_verify")
 
@@ -44,14 +45,9 @@ def main(argv):
     if args and args[0] == "--methods":
         methods = tuple(args[1].split(","))
         args = args[2:]
-    if not args or any("=" not in a for a in args):
-        sys.exit(__doc__)
-    cols = [a.split("=", 1) for a in args]
+    cols = labelled_files(args, __doc__)
     table = collections.OrderedDict()
-    for label, pattern in cols:
-        files = sorted(glob.glob(pattern))
-        if not files:
-            sys.exit(f"{label}: no file matches {pattern}")
+    for label, files in cols:
         for name in files:
             for key, v in parse(name, methods).items():
                 table.setdefault(key, {}).setdefault(label, []).append(v)

@@ -5,23 +5,19 @@ unfiltered fused op of the same run, with the second-pass share.
 Usage: filter_ab_table.py LABEL=GLOB [LABEL=GLOB ...]
   e.g. filter_ab_table.py head='filter_bench_e068b50_*.txt' new='filter_bench_lists_*.txt'"""
 import collections
-import glob
 import re
 import statistics
 import sys
+
+from ab_labels import labelled_files
 
 LINE = re.compile(r"^\s*(\S+)\s+(\S+)\s+(\d+)\s+(.*?)\s+(\d+\.\d+)\s+\S+\s+(\S+)\s+\S+\s*(\S*)\s*$")
 
 
 def main(argv):
-    if len(argv) < 2 or any("=" not in a for a in argv[1:]):
-        sys.exit(__doc__)
-    cols = [a.split("=", 1) for a in argv[1:]]
+    cols = labelled_files(argv[1:], __doc__)
     rows = collections.OrderedDict()
-    for label, pattern in cols:
-        files = sorted(glob.glob(pattern))
-        if not files:
-            sys.exit(f"{label}: no file matches {pattern}")
+    for label, files in cols:
         for name in files:
             for line in open(name):
                 m = LINE.match(line)
