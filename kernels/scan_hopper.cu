@@ -8,7 +8,8 @@
  *   pipeline   STAGES x KS x { W tile 128 x 64, H tile BN x 64 } in shared
  *              memory (KS = 2 k-boxes per stage up to 64 rows, else 1), loaded
  *              by cp.async.bulk.tensor with the 128-byte swizzle (one 64-element
- *              bf16 row = 128 bytes), full/empty mbarriers.
+ *              bf16 row = 128 bytes), full/empty mbarriers.  The H box holds
+ *              min(rows, BN) rows: none reaches past H's last row.
  *   MMA        each consumer warpgroup: wgmma m64nBNk16, A = its 64 W rows
  *              (K-major), B = the H tile (K-major), fp32 accumulators in
  *              registers (BN / 2 per thread).
@@ -100,6 +101,7 @@ struct Args {
     fs_cand_list *cands;
     int64_t rows, V, vocab_offset, global_vocab, words;
     int n_items, kblocks, tail_on;
+    int stage_tx; /* bytes a stage's TMA loads deliver (the H boxes hold only the live rows) */
     fs_tail_args tail;
     const fs_tree_row *tree_rows; /* tree verify only, else NULL (tree_scan.cuh) */
     float *tree_child_s;
@@ -238,7 +240,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             for (int vt = blockIdx.x; vt < a.n_items; vt += gridDim.x) {
                 for (int kb = 0; kb < KB; ++kb) {
                     mbar_wait(FSH_EMPTY(s), ph ^ 1u);
-                    mbar_expect_tx(FSH_FULL(s), (uint32_t)C::STAGE_BYTES);
+                    mbar_expect_tx(FSH_FULL(s), (uint32_t)a.stage_tx);
 #pragma unroll
                     for (int h = 0; h < C::KS; ++h) {
                         const int k = (kb * C::KS + h) * BK; /* past D: zero fill */
@@ -423,11 +425,17 @@ cudaError_t launch(const CUtensorMap &tw, const void *H, int is_bf16, int64_t D,
                    const Args &a0, int grid, int device, cudaStream_t stream)
 {
     CUtensorMap th;
-    cudaError_t e = make_map(&th, H, is_bf16, D, rows, BN);
+    /* an H box of the live rows only: a box reaching past H's last row (15
+       of 16 rows at 1 row) made 1-4-row calls 3-5 us slower than 16-row
+       ones; the rows past it keep whatever the stage held, and their
+       accumulators are never read (their rows are not scanned) */
+    const int hb = rows < BN ? (int)rows : BN;
+    cudaError_t e = make_map(&th, H, is_bf16, D, rows, hb);
     if (e != cudaSuccess)
         return e;
     Args a = a0;
     a.kblocks = (a0.kblocks + Cfg<BN>::KS - 1) / Cfg<BN>::KS; /* stages per tile */
+    a.stage_tx = Cfg<BN>::KS * (Cfg<BN>::WBOX + hb * BK * 2);
     /* programmatic launch: overlaps the prep kernel (see fs_pdl_wait above) */
     fs_pdl_config pc(dim3((unsigned)grid), dim3(THREADS), Cfg<BN>::SMEM, stream, true);
     const bool filt = a.cands != nullptr;
