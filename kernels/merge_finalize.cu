@@ -47,8 +47,10 @@ __global__ void __launch_bounds__(FS_MERGE_THREADS, 1)
     fs_probe_resolve_stamp(0);
     const int64_t row = blockIdx.x;
     const fs_row_desc d = descs[row];
+    /* a row this block filters: exported (sharded contexts) or resolved */
+    const bool filt_row = FILT && (d.flags & FS_ROWF_FILTER) && (filt.sums || filt.fdescs);
     fs_cand_list mine[fsf::PER];
-    if (FILT && (d.flags & FS_ROWF_FILTER) && (filt.sums || filt.fdescs))
+    if (filt_row)
         fsf::fs_filter_load_lists(filt.cands, row, filt.lists_per_row, mine);
     fs_record acc;
     fs_record_init(&acc);
@@ -57,11 +59,11 @@ __global__ void __launch_bounds__(FS_MERGE_THREADS, 1)
                            FS_MERGE_THREADS);
     acc = fs_record_block_reduce(acc, scratch);
     fs_probe_resolve_stamp(1);
-    if (FILT && filt.sums && (d.flags & FS_ROWF_FILTER)) {
+    if (filt_row && filt.sums) {
         /* a shard of a tensor-parallel context: export the row's candidates;
            every rank resolves from all of them after the exchange */
         fsf::fs_filter_summarize_row(row, filt.cands, filt.lists_per_row, mine, filt.sums + row);
-    } else if (FILT && filt.fdescs && (d.flags & FS_ROWF_FILTER)) {
+    } else if (filt_row) {
         if (threadIdx.x == 0)
             merged = acc;
         __syncthreads();
