@@ -31,9 +31,10 @@ void bench_timer_init(bench_timer *t, cudaStream_t stream, size_t l2_bytes, int 
 void bench_timer_destroy(bench_timer *t);
 
 /* warmup + reps calls, each after an L2 flush (a memset of 2 x L2 bytes,
- * then with t->clean a read of them, outside the events).  Events of every rep are recorded without waiting and
- * read after one final synchronize, so the host stays ahead of the GPU and
- * launch latency is not timed.  out_ms[reps] comes back sorted ascending.
+ * then with t->clean a read of them, outside the events).  Events of every
+ * rep are recorded without waiting and read after one final synchronize, so
+ * the host stays ahead of the GPU and launch latency is not timed.  out_ms[reps]
+ * comes back sorted ascending.
  * Returns 0, or -1 if the op failed (the stream is synchronized first). */
 int bench_time(bench_timer *t, bench_op_fn op, void *arg, int warmup, int reps, double *out_ms);
 
