@@ -115,6 +115,13 @@ extern "C" fs_status fs_cuda_context_init(fs_context *ctx, int device_ordinal)
     /* FLASHSPEC_HOPPER_ROW_BLOCK=128|192: the rows kernel's rows per CTA for
        every row count (A/B runs, tests); other values: automatic */
     ctx->hopper_row_block = (int)env_count("FLASHSPEC_HOPPER_ROW_BLOCK", 0);
+    /* FLASHSPEC_HOPPER_ROWS_JOBS=m (1-8): every CTA of the rows kernel runs
+       m (row block, slot) jobs, whatever the row count (tests run the
+       several-job path at every shape; A/B runs); other values: automatic */
+    {
+        const int64_t m = env_count("FLASHSPEC_HOPPER_ROWS_JOBS", 0);
+        ctx->hopper_rows_jobs = m >= 1 && m <= 8 ? (int)m : 0;
+    }
     /* FLASHSPEC_TAIL_ROWS_MAX=n: the scan's last CTA merges and finalizes
        ops of up to n rows (0: never), the merge kernel larger ones (A/B runs) */
     ctx->tail_rows_max = env_count("FLASHSPEC_TAIL_ROWS_MAX", FS_TAIL_ROWS_MAX_DEFAULT);

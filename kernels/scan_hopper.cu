@@ -513,11 +513,11 @@ static cudaError_t query_sms(int *sm_count)
 /* The rows kernel's knobs from the caller's options: the record count and
  * the launch must see the same ones (the launch checks the count). */
 struct RowsKnobs {
-    int multicast, row_block;
+    int multicast, row_block, jobs;
 };
 static RowsKnobs rows_knobs(const fs_hopper_opts *opts)
 {
-    return {!(opts && opts->no_multicast), opts ? opts->row_block : 0};
+    return {!(opts && opts->no_multicast), opts ? opts->row_block : 0, opts ? opts->jobs : 0};
 }
 
 extern "C" int64_t fs_hopper_records_per_row(int64_t V_local, int64_t rows, int sm_count,
@@ -530,7 +530,7 @@ extern "C" int64_t fs_hopper_records_per_row(int64_t V_local, int64_t rows, int 
         return nt < sm_count ? nt : sm_count;
     }
     const RowsKnobs k = rows_knobs(opts);
-    return fs_hopper_rows_slots(V_local, rows, sm_count, k.multicast, k.row_block);
+    return fs_hopper_rows_slots(V_local, rows, sm_count, k.multicast, k.row_block, k.jobs);
 }
 
 extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf16, int64_t V_local,
@@ -570,7 +570,8 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
         const RowsKnobs k = rows_knobs(opts);
         return fs_hopper_rows_launch(W, H, is_bf16, V_local, D, rows, vocab_offset, global_vocab,
                                      descs, logit_bias, allowed, recs, n_recs, tail, k.multicast,
-                                     k.row_block, opts && opts->argmax_only, tree_rows,
+                                     k.row_block, k.jobs, sm_count, opts && opts->argmax_only,
+                                     tree_rows,
                                      tree_rows ? opts->tree_child_s : nullptr, device, stream);
     }
 

@@ -55,6 +55,8 @@ typedef struct fs_hopper_opts {
     int no_multicast;         /* rows kernel: no 2-CTA clusters (A/B runs) */
     int row_block;            /* rows kernel: rows per CTA, 128 or 192; 0 = automatic
                                  (fs_hopper_rows_block) */
+    int jobs;                 /* rows kernel: (row block, slot) jobs a CTA runs; 0 =
+                                 automatic (scan_hopper_rows.cu, rows_plan) */
     int argmax_only;          /* the rows are fs_draft_argmax's: only the max and its id are
                                  read (the rows kernel then skips the exponentials) */
     const fs_tail_args *tail; /* the op's end, run by the last CTA (op_tail.cuh); NULL: the

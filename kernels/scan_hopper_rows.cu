@@ -22,9 +22,11 @@
  *              waited for that warp to come back from its wgmma wait, and in
  *              a cluster for the peer CTA too: W multicast lost 5% at 256
  *              rows; with this producer it gains 5-20% at 200 - 256 rows.
- *   work       CTA = (row block of 128 or 192 rows, slot).  The vocabulary is cut into
- *              128-token units, and slot s owns a contiguous range of them
- *              (the slots' ranges differ by at most one unit), taken as
+ *   work       job = (row block of 128 or 192 rows, slot), one a CTA or, where
+ *              the row blocks do not divide the SMs, several (rows_plan).
+ *              The vocabulary is cut into 128-token units, and slot s owns a
+ *              contiguous range of them (the slots' ranges differ by at most
+ *              one unit; by at most one tile with several jobs), taken as
  *              256-token tiles plus a last half tile when the count is odd: the
  *              W bytes per CTA are balanced to one unit, where 256-token tiles
  *              alone leave the last wave half empty at 128 rows.  The row
@@ -66,7 +68,10 @@
 #include "pdl.cuh"
 #include "record.h"
 #include "rows_epilogue.cuh"
+#include "rows_plan.h"
 #include "wgmma.cuh"
+
+#include <vector>
 
 #ifndef FSHR_STAGES3 /* stages of the 192-row shape (A/B builds) */
 #define FSHR_STAGES3 5
@@ -120,14 +125,16 @@ template <int NWG> struct Shape {
      * warps draw the noise in 40 (two Philox calls kept apart: noise_fill),
      * the consumers fit with the row state slimmed (flags read from the
      * descriptor, row offsets not hoisted out of the tile loop).  Draft
-     * argmax: no noise, the producer needs 24.  ptxas models the split:
+     * argmax: no noise, the producer needs 24 -- but 40 with several jobs a
+     * CTA (MULTI), where its loop over them spilled 44-60 bytes in 24 and
+     * 4-8 in 32.  ptxas models the split:
      * -Xptxas -warn-spills shows a region that does not fit. */
     static constexpr int LAUNCH_REGS = NWG == 2 ? 168 : 128;
 };
-template <int NWG, bool LSE> struct Regs {
+template <int NWG, bool LSE, bool MULTI> struct Regs {
     using S = Shape<NWG>;
-    static constexpr int producer = LSE ? 40 : 24;
-    static constexpr int consumer = NWG == 2 ? (LSE ? 232 : 240) : (LSE ? 152 : 160);
+    static constexpr int producer = LSE || MULTI ? 40 : 24;
+    static constexpr int consumer = NWG == 2 ? (LSE || MULTI ? 232 : 240) : (LSE ? 152 : 160);
     static_assert(WG * producer + S::NCT * consumer <= S::THREADS * S::LAUNCH_REGS,
                   "register pool");
 };
@@ -139,6 +146,7 @@ struct Args {
     fs_record *recs; /* record (row, slot) at row * slots + slot */
     int64_t rows, V, vocab_offset, global_vocab, words;
     int n_rb, slots, units, kblocks, tail_on;
+    int tile_slots; /* slot_range's split: 0 balanced in units, 1 in tiles (jobs) */
     fs_tail_args tail;
     /* tree verify only (the TREE kernels; tree_scan.cuh): the rows' children
        and the children's scores [rows][FS_TREE_MAX_CHILDREN] */
@@ -146,12 +154,42 @@ struct Args {
     float *tree_child_s;
 };
 
-/* Units [u0, u1) of slot `slot`. */
-__host__ __device__ __forceinline__ void slot_range(int slot, int slots, int units, int *u0,
-                                                    int *u1)
+/* Units [u0, u1) of slot `slot`.  by_tile = 0: the slots' unit counts differ
+ * by at most one (a CTA's W bytes balanced, for one job a CTA); by_tile = 1:
+ * their counts of upt-unit tiles differ by at most one, the larger slots
+ * first (several jobs a CTA: in the compute-bound regime a half tile costs
+ * a whole tile's MMAs, and a CTA's first, larger job pairs with a later,
+ * smaller one). */
+__host__ __device__ __forceinline__ void slot_range(int slot, int slots, int units, int by_tile,
+                                                    int upt, int *u0, int *u1)
 {
-    *u0 = (int)((int64_t)slot * units / slots);
-    *u1 = (int)((int64_t)(slot + 1) * units / slots);
+    if (!by_tile) {
+        *u0 = (int)((int64_t)slot * units / slots);
+        *u1 = (int)((int64_t)(slot + 1) * units / slots);
+        return;
+    }
+    const int tiles = (units + upt - 1) / upt, q = tiles / slots, r = tiles % slots;
+    const int t0 = slot * q + (slot < r ? slot : r), t1 = t0 + q + (slot < r ? 1 : 0);
+    *u0 = t0 * upt < units ? t0 * upt : units;
+    *u1 = t1 * upt < units ? t1 * upt : units;
+}
+
+/* Jobs: (row block, slot) pairs, job = slot * n_rb + rb, so that the row
+ * blocks of a slot are consecutive jobs and run side by side; CTA c runs
+ * jobs c, c + grid, c + 2 grid, ...  With grid = n_rb * slots (the usual
+ * case) that is one job a CTA. */
+struct Job {
+    int rb, slot, u0, u1, n_tiles;
+};
+__host__ __device__ __forceinline__ Job job_of(int job, int n_rb, int slots, int units,
+                                               int by_tile, int upt)
+{
+    Job j;
+    j.rb = job % n_rb;
+    j.slot = job / n_rb;
+    slot_range(j.slot, slots, units, by_tile, upt, &j.u0, &j.u1);
+    j.n_tiles = (j.u1 - j.u0 + upt - 1) / upt;
+    return j;
 }
 
 /* H of a row block is one TMA box when at most 32 of its rows lie past the
@@ -201,15 +239,15 @@ constexpr int NOISE_THREADS = WG - 32; /* producer warps 1-3 */
 constexpr int BAR_CONSUMERS = 1;
 constexpr int BAR_TAIL = 2;
 
-/* Producer side of the pipeline, run by thread 0: step j of this CTA's
- * sequence (tile j / KB, k-block j % KB) into stage j % STAGES.  In a
- * cluster of CL > 1 row blocks (CTA rank = row block % CL) rank i < nu loads
- * W box i for every CTA of the cluster. */
+/* Producer side of the pipeline, run by thread 0: step i of a job (tile
+ * i / KB, k-block i % KB) into stage st.  In a cluster of CL > 1 row blocks
+ * (CTA rank = row block % CL) rank r < nu loads W box r for every CTA of the
+ * cluster. */
 template <int NWG, int CL>
-__device__ __forceinline__ void issue_step(int j, const CUtensorMap *tmw, const CUtensorMap *tmh,
-                                           const CUtensorMap *tms, uint32_t sW, uint32_t sH,
-                                           uint32_t full, int rb, int u0, int u1, int live,
-                                           const Args &a)
+__device__ __forceinline__ void issue_step(int i, int st, const CUtensorMap *tmw,
+                                           const CUtensorMap *tmh, const CUtensorMap *tms,
+                                           uint32_t sW, uint32_t sH, uint32_t full, int rb, int u0,
+                                           int u1, int live, const Args &a)
 {
     /* a W unit is read by the n_rb CTAs of its slot, about together; even
        with one row block evict_normal beats evict_first (see scan_hopper.cu);
@@ -218,9 +256,8 @@ __device__ __forceinline__ void issue_step(int j, const CUtensorMap *tmw, const 
     const uint64_t pol_w = policy_evict_normal();
     const uint64_t pol_h = policy_evict_last();
     using S = Shape<NWG>;
-    const int t = j / a.kblocks, kb = j - t * a.kblocks;
+    const int t = i / a.kblocks, kb = i - t * a.kblocks;
     const int u = u0 + S::UPT * t, nu = u1 - u >= S::UPT ? S::UPT : 1;
-    const int st = j % S::STAGES;
     /* live < 0: one box for the block (one_box) */
     mbar_expect_tx(full, (uint32_t)(nu * WU_BYTES + (live < 0 ? S::H_BYTES : live * HS_BYTES)));
     if (CL == 1) {
@@ -238,7 +275,11 @@ __device__ __forceinline__ void issue_step(int j, const CUtensorMap *tmw, const 
                     (int)slice_base(rb, w, S::BR, a.rows), full, pol_h);
 }
 
-template <int NWG, bool BF16, int CL, bool LSE, bool TREE>
+/* MULTI: the CTA may run several jobs (Plan::by_tile).  Without it the job
+ * loops run once and compile to the one-job kernel: one-job launches of the
+ * loops compiled for several jobs took 1-3% more cycles (ncu, 512-2112
+ * rows, both shapes). */
+template <int NWG, bool BF16, int CL, bool LSE, bool TREE, bool MULTI>
 __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
     fshr_scan_kernel(const __grid_constant__ CUtensorMap tmw, const __grid_constant__ CUtensorMap tmh,
                      const __grid_constant__ CUtensorMap tms, const Args a)
@@ -264,13 +305,25 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
 #define FSHR_NOISE_EMPTY (sBar + 8u * (uint32_t)(2 * STAGES + 3))
 
     const int KB = a.kblocks;
-    const int rb = blockIdx.x % a.n_rb, slot = blockIdx.x / a.n_rb;
-    int u0, u1;
-    slot_range(slot, a.slots, a.units, &u0, &u1);
-    const int n_tiles = (u1 - u0 + S::UPT - 1) / S::UPT;
-    const int live = live_slices(rb, NWG, BR, a.rows);
-    const bool whole = one_box(rb, BR, a.rows);
-    const int steps = n_tiles * KB;
+    /* this CTA's jobs: blockIdx.x, + gridDim.x, ... below n_jobs; the two
+       CTAs of a cluster (consecutive, even grid, even n_rb) run the same
+       slots with row blocks 2 c and 2 c + 1, step for step */
+    const int n_jobs = a.n_rb * a.slots;
+    auto job = [&](int jb) {
+        return job_of(jb, a.n_rb, a.slots, a.units, MULTI ? a.tile_slots : 0, S::UPT);
+    };
+    /* after job jb: another one for this CTA? */
+    auto more = [&](int jb) { return MULTI && jb + (int)gridDim.x < n_jobs; };
+    /* H boxes of a job's row block (issue_step's live: < 0 one box, one_box) */
+    auto live_of = [&](int rb) {
+        return one_box(rb, BR, a.rows) ? -1 : live_slices(rb, NWG, BR, a.rows);
+    };
+    /* one job a CTA: the job, worked out before the producer drops to its
+       few registers (there its 64-bit arithmetic spilled); several: each
+       worked out where it starts (kept across the loops, they spilled in
+       the consumers) */
+    const Job first = job(blockIdx.x);
+    const int first_live = live_of(first.rb);
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(FSHR_FULL(s), 1);
@@ -294,27 +347,46 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
     if (threadIdx.x < WG) {
         /* producer: W and H do not depend on the prep kernel, so it streams
            without waiting for it */
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Regs<NWG, LSE>::producer));
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Regs<NWG, LSE, MULTI>::producer));
         if (threadIdx.x == 0) {
-            for (int j = 0; j < steps; ++j) {
-                const int s = j % STAGES;
-                if (j >= STAGES) /* step j - STAGES released by every warp of the cluster */
-                    mbar_wait(FSHR_EMPTY(s), (uint32_t)(j / STAGES - 1) & 1u);
-                issue_step<NWG, CL>(j, &tmw, &tmh, &tms, sW, sH, FSHR_FULL(s), rb, u0, u1,
-                                    whole ? -1 : live, a);
+            int j0 = 0; /* steps of the CTA's earlier jobs */
+            for (int jb = blockIdx.x;; jb += gridDim.x) {
+                const Job q = MULTI ? job(jb) : first;
+                const int live = MULTI ? live_of(q.rb) : first_live;
+                const int steps = q.n_tiles * KB;
+                for (int i = 0; i < steps; ++i) {
+                    const int j = MULTI ? j0 + i : i; /* the CTA's step: stage j % STAGES */
+                    const int s = j % STAGES;
+                    if (j >= STAGES) /* step j - STAGES released by every warp of the cluster */
+                        mbar_wait(FSHR_EMPTY(s), (uint32_t)(j / STAGES - 1) & 1u);
+                    issue_step<NWG, CL>(i, s, &tmw, &tmh, &tms, sW, sH, FSHR_FULL(s), q.rb, q.u0,
+                                        q.u1, live, a);
+                }
+                if (!more(jb))
+                    break;
+                j0 += steps;
             }
         } else if (LSE && !FSHR_PROBE_NO_EPI && threadIdx.x >= 32) {
             /* the noise of tile t, drawn under its MMA once the consumers
                are done with tile t - 1's: Philox and the logs leave the
                epilogue, which the tensor cores wait for */
             fs_pdl_wait(); /* the row descriptors */
-            for (int t = 0; t < n_tiles; ++t) {
-                if (t > 0)
-                    mbar_wait(FSHR_NOISE_EMPTY, (uint32_t)(t - 1) & 1u);
-                noise_fill<BR, NBT>(
-                    s_noise, a.vocab_offset + (int64_t)(u0 + S::UPT * t) * UNIT, threadIdx.x - 32,
-                    NOISE_THREADS, a, [&](int lr) { return slot_row(rb, lr, BR, a.rows); });
-                mbar_arrive(FSHR_NOISE_FULL);
+            int t0 = 0; /* tiles of the CTA's earlier jobs */
+            for (int jb = blockIdx.x;; jb += gridDim.x) {
+                const Job q = MULTI ? job(jb) : first;
+                for (int t = 0; t < q.n_tiles; ++t) {
+                    const int tt = MULTI ? t0 + t : t; /* the CTA's tile */
+                    if (tt > 0)
+                        mbar_wait(FSHR_NOISE_EMPTY, (uint32_t)(tt - 1) & 1u);
+                    noise_fill<BR, NBT>(s_noise,
+                                        a.vocab_offset + (int64_t)(q.u0 + S::UPT * t) * UNIT,
+                                        threadIdx.x - 32, NOISE_THREADS, a,
+                                        [&](int lr) { return slot_row(q.rb, lr, BR, a.rows); });
+                    mbar_arrive(FSHR_NOISE_FULL);
+                }
+                if (!more(jb))
+                    break;
+                t0 += q.n_tiles;
             }
         }
         __syncwarp();
@@ -324,7 +396,7 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
             cluster_sync();
         return;
     }
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Regs<NWG, LSE>::consumer));
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Regs<NWG, LSE, MULTI>::consumer));
     /* the row descriptors come from the prep kernel, which may still be
        running (programmatic launch) */
     fs_pdl_wait();
@@ -333,88 +405,102 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
     const int ct = threadIdx.x - WG, lane = ct & 31;
     const int cw = ct >> 7, wi = (ct >> 5) & 3;
     const int ga = lane >> 2, gc = lane & 3;
-    if (ct < BR) {
-        const int64_t row = slot_row(rb, ct, BR, a.rows);
-        if (row >= 0) {
-            s_desc[ct] = a.descs[row];
-#if FSHR_PROBE_NO_EXCL /* timing probe: rows without an excluded / selected token (verify: wrong results) */
-            s_desc[ct].excluded = -1;
-            s_desc[ct].selected = -1;
-#endif
-        } else {
-            s_desc[ct] = fs_row_desc_skip(); /* flags 0: scan() and noisy() false */
-        }
-    }
-    fs_named_bar(BAR_CONSUMERS, NCT);
     const int lr = cw * 64 + 16 * wi + ga; /* local row of r0; r1 is lr + 8 */
-    RowState r0, r1;
-    {
-        /* a row that is not this slot's has flags 0: its row number is
-           never used */
-        const int64_t q0 = slot_row(rb, lr, BR, a.rows), q1 = slot_row(rb, lr + 8, BR, a.rows);
-        row_init(r0, q0 >= 0 ? (int)q0 : 0, s_desc + lr);
-        row_init(r1, q1 >= 0 ? (int)q1 : 0, s_desc + lr + 8);
-    }
-
-    float acc[NA];
-#pragma unroll
-    for (int i = 0; i < NA; ++i)
-        acc[i] = 0.0f;
     /* step i's stage is free once all consumer warps of every CTA of the
-       cluster are past it (a multicast refills it everywhere) */
+       cluster are past it (a multicast refills it everywhere); the CTA's
+       rank is blockIdx.x % CL, = its row block's % CL in every job (the one
+       job's row block: 4 bytes fewer spilled than blockIdx.x) */
     auto release = [&](int i) {
         const int ps = i % STAGES;
         if (lane == 0) {
             mbar_arrive(FSHR_EMPTY(ps));
 #pragma unroll
             for (int r = 1; r < CL; ++r)
-                mbar_arrive_cluster(FSHR_EMPTY(ps), (uint32_t)((rb + r) % CL));
+                mbar_arrive_cluster(FSHR_EMPTY(ps),
+                                    (uint32_t)(((MULTI ? (int)blockIdx.x : first.rb) + r) % CL));
         }
         __syncwarp();
     };
-    int j = 0; /* next step */
-    for (int t = 0; t < n_tiles; ++t) {
-        for (int kb = 0; kb < KB; ++kb, ++j) {
-            const int s = j % STAGES;
-            mbar_wait(FSHR_FULL(s), (uint32_t)(j / STAGES) & 1u);
-            __syncwarp();
-            /* a slice past the last row is not loaded (live_slices): its
-               warpgroup multiplies whatever its smem holds, into rows that
-               are never read (a branch around the wgmma serialises it:
-               ptxas C7518) */
-            wg_fence();
-            mma_kblock<BV, BF16>(acc, sH + s * H_BYTES + cw * HS_BYTES, sW + s * W_BYTES,
-                                  kb == 0);
-            wg_commit();
-            wg_wait<1>();
-            fence_acc(acc);
-            if (kb > 0)
-                release(j - 1);
-        }
-        wg_wait<0>();
-        fence_acc(acc);
-        release(j - 1); /* before the epilogue: the next tile streams in under it */
-        const int u = u0 + S::UPT * t;
-        const int64_t v0 = (int64_t)u * UNIT;
-        int64_t nc = (int64_t)(u1 - u) * UNIT;
-        nc = nc < BV ? nc : BV;
-        nc = nc < a.V - v0 ? nc : a.V - v0;
-#if FSHR_PROBE_NO_EPI /* timing probe: the mainloop alone (wrong results) */
-        r0.rec.best_key = fmaxf(r0.rec.best_key, fmaxf(acc[0], acc[NA - 1]) + (float)nc);
-#else
-        if (LSE)
-            mbar_wait(FSHR_NOISE_FULL, (uint32_t)t & 1u);
-        row_tile<0, NA, LSE, TREE>(r0, acc, v0, (int)nc, gc, a, s_noise + lr * (NBT / 2));
-        row_tile<1, NA, LSE, TREE>(r1, acc, v0, (int)nc, gc, a, s_noise + (lr + 8) * (NBT / 2));
-        if (LSE) /* the noise buffer is free for tile t + 1 */
-            mbar_arrive(FSHR_NOISE_EMPTY);
+    int j = 0, t0 = 0; /* the CTA's next step; tiles of its earlier jobs */
+    for (int jb = blockIdx.x;; jb += gridDim.x) {
+        const Job q = MULTI ? job(jb) : first;
+        if (MULTI && jb != (int)blockIdx.x) /* every consumer is past the last job's descriptors */
+            fs_named_bar(BAR_CONSUMERS, NCT);
+        if (ct < BR) {
+            const int64_t row = slot_row(q.rb, ct, BR, a.rows);
+            if (row >= 0) {
+                s_desc[ct] = a.descs[row];
+#if FSHR_PROBE_NO_EXCL /* timing probe: rows without an excluded / selected token (verify: wrong results) */
+                s_desc[ct].excluded = -1;
+                s_desc[ct].selected = -1;
 #endif
+            } else {
+                s_desc[ct] = fs_row_desc_skip(); /* flags 0: scan() and noisy() false */
+            }
+        }
+        fs_named_bar(BAR_CONSUMERS, NCT);
+        RowState r0, r1;
+        {
+            /* a row that is not this job's has flags 0: its row number is
+               never used */
+            const int64_t q0 = slot_row(q.rb, lr, BR, a.rows);
+            const int64_t q1 = slot_row(q.rb, lr + 8, BR, a.rows);
+            row_init(r0, q0 >= 0 ? (int)q0 : 0, s_desc + lr);
+            row_init(r1, q1 >= 0 ? (int)q1 : 0, s_desc + lr + 8);
+        }
+        /* zeroed after the descriptors' 64-bit row arithmetic: zeroed first,
+           the 128 live accumulators made that spill */
+        float acc[NA];
+#pragma unroll
+        for (int i = 0; i < NA; ++i)
+            acc[i] = 0.0f;
+        for (int t = 0; t < q.n_tiles; ++t) {
+            for (int kb = 0; kb < KB; ++kb, ++j) {
+                const int s = j % STAGES;
+                mbar_wait(FSHR_FULL(s), (uint32_t)(j / STAGES) & 1u);
+                __syncwarp();
+                /* a slice past the last row is not loaded (live_slices): its
+                   warpgroup multiplies whatever its smem holds, into rows
+                   that are never read (a branch around the wgmma serialises
+                   it: ptxas C7518) */
+                wg_fence();
+                mma_kblock<BV, BF16>(acc, sH + s * H_BYTES + cw * HS_BYTES, sW + s * W_BYTES,
+                                      kb == 0);
+                wg_commit();
+                wg_wait<1>();
+                fence_acc(acc);
+                if (kb > 0)
+                    release(j - 1);
+            }
+            wg_wait<0>();
+            fence_acc(acc);
+            release(j - 1); /* before the epilogue: the next tile streams in under it */
+            const int u = q.u0 + S::UPT * t;
+            const int64_t v0 = (int64_t)u * UNIT;
+            int64_t nc = (int64_t)(q.u1 - u) * UNIT;
+            nc = nc < BV ? nc : BV;
+            nc = nc < a.V - v0 ? nc : a.V - v0;
+#if FSHR_PROBE_NO_EPI /* timing probe: the mainloop alone (wrong results) */
+            r0.rec.best_key = fmaxf(r0.rec.best_key, fmaxf(acc[0], acc[NA - 1]) + (float)nc);
+#else
+            if (LSE)
+                mbar_wait(FSHR_NOISE_FULL, (uint32_t)(MULTI ? t0 + t : t) & 1u);
+            row_tile<0, NA, LSE, TREE>(r0, acc, v0, (int)nc, gc, a, s_noise + lr * (NBT / 2));
+            row_tile<1, NA, LSE, TREE>(r1, acc, v0, (int)nc, gc, a,
+                                       s_noise + (lr + 8) * (NBT / 2));
+            if (LSE) /* the noise buffer is free for the next tile */
+                mbar_arrive(FSHR_NOISE_EMPTY);
+#endif
+        }
+        const fs_record p0 = quad_record(r0), p1 = quad_record(r1);
+        if (gc == 0 && slot_row(q.rb, lr, BR, a.rows) >= 0)
+            a.recs[(int64_t)r0.row * a.slots + q.slot] = p0;
+        if (gc == 0 && slot_row(q.rb, lr + 8, BR, a.rows) >= 0)
+            a.recs[(int64_t)r1.row * a.slots + q.slot] = p1;
+        if (!more(jb))
+            break;
+        t0 += q.n_tiles;
     }
-    const fs_record q0 = quad_record(r0), q1 = quad_record(r1);
-    if (gc == 0 && slot_row(rb, lr, BR, a.rows) >= 0)
-        a.recs[(int64_t)r0.row * a.slots + slot] = q0;
-    if (gc == 0 && slot_row(rb, lr + 8, BR, a.rows) >= 0)
-        a.recs[(int64_t)r1.row * a.slots + slot] = q1;
     if (CL > 1)
         cluster_sync();
     if (a.tail_on)
@@ -429,7 +515,7 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
 
 #else /* not sm_90a: the kernel exists (for the host stub) but is empty */
 
-template <int NWG, bool BF16, int CL, bool LSE, bool TREE>
+template <int NWG, bool BF16, int CL, bool LSE, bool TREE, bool MULTI>
 __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
     fshr_scan_kernel(const __grid_constant__ CUtensorMap tmw, const __grid_constant__ CUtensorMap tmh,
                      const __grid_constant__ CUtensorMap tms, const Args a)
@@ -438,10 +524,12 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
 
 #endif /* FSH_SM90A */
 
-template <int NWG, bool BF16, int CL, bool LSE, bool TREE> cudaError_t configure(int device)
+template <int NWG, bool BF16, int CL, bool LSE, bool TREE, bool MULTI>
+cudaError_t configure(int device)
 {
     static unsigned long long done = 0;
-    return set_smem_once(reinterpret_cast<const void *>(fshr_scan_kernel<NWG, BF16, CL, LSE, TREE>),
+    return set_smem_once(
+        reinterpret_cast<const void *>(fshr_scan_kernel<NWG, BF16, CL, LSE, TREE, MULTI>),
                          Shape<NWG>::SMEM, &done, device);
 }
 
@@ -451,38 +539,51 @@ struct Maps {
     CUtensorMap w, h, s;
 };
 
-template <int NWG, bool BF16, int CL, bool LSE, bool TREE>
+template <int NWG, bool BF16, int CL, bool LSE, bool TREE, bool MULTI>
 cudaError_t launch(fs_pdl_config &pc, const Maps &m, const Args &a, int device)
 {
-    cudaError_t e = configure<NWG, BF16, CL, LSE, TREE>(device);
+    cudaError_t e = configure<NWG, BF16, CL, LSE, TREE, MULTI>(device);
     if (e != cudaSuccess)
         return e;
     pc.cluster_x(CL);
-    return cudaLaunchKernelEx(&pc.cfg, fshr_scan_kernel<NWG, BF16, CL, LSE, TREE>, m.w, m.h, m.s,
-                              a);
+    return cudaLaunchKernelEx(&pc.cfg, fshr_scan_kernel<NWG, BF16, CL, LSE, TREE, MULTI>, m.w,
+                              m.h, m.s, a);
 }
 
 /* The epilogue variants: argmax only (no exponentials), sampling / verify,
  * tree verify (a separate kernel, so that the others carry no tree code). */
 enum Epi { EPI_ARGMAX, EPI_LSE, EPI_TREE };
 
-template <int NWG, bool BF16, int CL>
+template <int NWG, bool BF16, int CL, bool MULTI>
 cudaError_t launch_epi(Epi epi, fs_pdl_config &pc, const Maps &m, const Args &a, int device)
 {
-    return epi == EPI_ARGMAX ? launch<NWG, BF16, CL, false, false>(pc, m, a, device)
-           : epi == EPI_LSE  ? launch<NWG, BF16, CL, true, false>(pc, m, a, device)
-                             : launch<NWG, BF16, CL, true, true>(pc, m, a, device);
+    return epi == EPI_ARGMAX ? launch<NWG, BF16, CL, false, false, MULTI>(pc, m, a, device)
+           : epi == EPI_LSE  ? launch<NWG, BF16, CL, true, false, MULTI>(pc, m, a, device)
+                             : launch<NWG, BF16, CL, true, true, MULTI>(pc, m, a, device);
 }
 
-template <int NWG>
-cudaError_t launch_shape(bool bf16, int cl, Epi epi, fs_pdl_config &pc, const Maps &m,
-                         const Args &a, int device)
+template <int NWG, bool MULTI>
+cudaError_t launch_jobs(bool bf16, int cl, Epi epi, fs_pdl_config &pc, const Maps &m,
+                        const Args &a, int device)
 {
     if (cl == 2)
-        return bf16 ? launch_epi<NWG, true, 2>(epi, pc, m, a, device)
-                    : launch_epi<NWG, false, 2>(epi, pc, m, a, device);
-    return bf16 ? launch_epi<NWG, true, 1>(epi, pc, m, a, device)
-                : launch_epi<NWG, false, 1>(epi, pc, m, a, device);
+        return bf16 ? launch_epi<NWG, true, 2, MULTI>(epi, pc, m, a, device)
+                    : launch_epi<NWG, false, 2, MULTI>(epi, pc, m, a, device);
+    return bf16 ? launch_epi<NWG, true, 1, MULTI>(epi, pc, m, a, device)
+                : launch_epi<NWG, false, 1, MULTI>(epi, pc, m, a, device);
+}
+
+/* Several jobs a CTA only in the 128-row shape (rows_plan): the 192-row one
+ * serves a single row block. */
+template <int NWG>
+cudaError_t launch_shape(bool bf16, int cl, Epi epi, bool multi, fs_pdl_config &pc,
+                         const Maps &m, const Args &a, int device)
+{
+    if constexpr (NWG == 2) {
+        if (multi)
+            return launch_jobs<NWG, true>(bf16, cl, epi, pc, m, a, device);
+    }
+    return launch_jobs<NWG, false>(bf16, cl, epi, pc, m, a, device);
 }
 
 /* Clusters of pairs of row blocks of a slot (blocks 2 c, 2 c + 1) when
@@ -509,12 +610,12 @@ template <int NWG> int max_clusters_2()
         if (k > 0)
             return k - 1;
     }
-    if (configure<NWG, true, 2, true, false>(device) != cudaSuccess)
+    if (configure<NWG, true, 2, true, false, false>(device) != cudaSuccess)
         return 0;
     fs_pdl_config pc(dim3(2), dim3(Shape<NWG>::THREADS), Shape<NWG>::SMEM, nullptr, false);
     pc.cluster_x(2);
-    if (cudaOccupancyMaxActiveClusters(&n, fshr_scan_kernel<NWG, true, 2, true, false>, &pc.cfg) !=
-        cudaSuccess) {
+    if (cudaOccupancyMaxActiveClusters(
+            &n, fshr_scan_kernel<NWG, true, 2, true, false, false>, &pc.cfg) != cudaSuccess) {
         (void)cudaGetLastError();
         return 0;
     }
@@ -528,6 +629,82 @@ int64_t row_blocks(int64_t rows, int br)
     return (rows + br - 1) / br;
 }
 
+/* The launch's shape: records per row (slots), CTAs (grid) and the slots'
+ * split (Args::tile_slots). */
+struct Plan {
+    int64_t slots, grid;
+    int by_tile;
+};
+
+/* A job's cost beside its tiles', in tiles: its descriptors, records and the
+ * pipeline's turn from one slot to the next (~1-2 us against a tile's ~50 us
+ * at 1024 rows). */
+constexpr double JOB_COST = 0.1;
+
+/* Tiles of the CTA that runs the most (+ JOB_COST a job): at 400+ rows the
+ * tensor pipe binds and every CTA's tile, half or whole, costs a tile's MMAs
+ * (the W bytes of a half tile are half, its MMAs are not). */
+double plan_cost(int n_rb, int64_t slots, int64_t grid, int units, int by_tile, int upt)
+{
+    const int64_t n_jobs = n_rb * slots;
+    double worst = 0.0;
+    for (int64_t c = 0; c < grid; ++c) {
+        double t = 0.0;
+        for (int64_t jb = c; jb < n_jobs; jb += grid)
+            t += job_of((int)jb, n_rb, (int)slots, units, by_tile, upt).n_tiles + JOB_COST;
+        worst = t > worst ? t : worst;
+    }
+    return worst;
+}
+
+/* One job a CTA: as many slots as every row block's CTAs fit on the SMs (or
+ * the 2-CTA clusters that fit), slots balanced in units -- the launch most
+ * row counts get.  When the row blocks do not divide the CTAs evenly (8 row
+ * blocks of 1024 rows on 132 SMs: 16 slots, 128 CTAs, 37-38 tiles each),
+ * m > 1 jobs a CTA over m x CTAs / n_rb slots balanced in tiles can give the
+ * longest CTA fewer tiles (33 slots on 132 CTAs: 36; 7-9% fewer at 17 row
+ * blocks).  Only from 4 row blocks up, where the tensor pipe binds and tile
+ * counts are the time: a slot split between two waves of jobs is read from
+ * DRAM twice.  jobs > 0 forces m = jobs (tests, A/B runs). */
+Plan rows_plan(int64_t V_local, int64_t rows, int sm_count, int multicast, int row_block,
+               int jobs)
+{
+    const int br = fs_hopper_rows_block(rows, row_block);
+    const int upt = br == Shape<3>::BR ? Shape<3>::UPT : Shape<2>::UPT;
+    const int64_t units = (V_local + UNIT - 1) / UNIT;
+    const int64_t n_rb = row_blocks(rows, br);
+    const int cl = cluster_size(n_rb, multicast);
+    int64_t ctas = sm_count;
+    if (cl == 2) {
+        const int mc = br == Shape<3>::BR ? max_clusters_2<3>() : max_clusters_2<2>();
+        if (mc > 0 && 2 * (int64_t)mc < ctas)
+            ctas = 2 * (int64_t)mc;
+    }
+    int64_t slots = ctas / n_rb;
+    slots = slots < 1 ? 1 : slots < units ? slots : units;
+    Plan best = {slots, slots * n_rb, 0};
+    if (jobs == 1 || br == Shape<3>::BR || units > INT32_MAX || n_rb > INT32_MAX ||
+        (jobs == 0 && n_rb < 4))
+        return best; /* the 192-row shape: one job a CTA (launch_shape) */
+    double best_cost = jobs > 1 ? 0.0 : plan_cost((int)n_rb, slots, slots * n_rb, (int)units, 0, upt);
+    const int64_t tiles = (units + upt - 1) / upt;
+    for (int m = jobs > 1 ? jobs : 2; m <= (jobs > 1 ? jobs : 4); ++m) {
+        int64_t s = m * ctas / n_rb;
+        s = s < tiles ? s : tiles;
+        int64_t grid = n_rb * s < ctas ? n_rb * s : ctas;
+        grid -= grid % cl;
+        if (s < 1 || grid < cl)
+            continue;
+        const double cost = plan_cost((int)n_rb, s, grid, (int)units, 1, upt);
+        /* forced: the one candidate; automatic: half a tile better at least */
+        if (jobs > 1 || cost < best_cost - 0.5) {
+            best = {s, grid, 1};
+            best_cost = cost;
+        }
+    }
+    return best;
+}
+
 } // namespace fshr
 
 extern "C" int fs_hopper_rows_block(int64_t rows, int requested)
@@ -539,24 +716,57 @@ extern "C" int fs_hopper_rows_block(int64_t rows, int requested)
 }
 
 extern "C" int64_t fs_hopper_rows_slots(int64_t V_local, int64_t rows, int sm_count,
-                                        int multicast, int row_block)
+                                        int multicast, int row_block, int jobs)
 {
-    if (V_local <= 0 || rows <= 0)
+    if (V_local <= 0 || rows <= 0 || sm_count < 1)
         return 0;
+    return fshr::rows_plan(V_local, rows, sm_count, multicast, row_block, jobs).slots;
+}
+
+extern "C" int fs_hopper_rows_plan_check(int64_t V_local, int64_t rows, int sm_count,
+                                         int multicast, int row_block, int jobs, int64_t *slots,
+                                         int64_t *grid, int64_t *max_tiles)
+{
+    using namespace fshr;
+    if (V_local <= 0 || rows <= 0 || sm_count < 1 || V_local > INT32_MAX || rows > INT32_MAX)
+        return -1;
     const int br = fs_hopper_rows_block(rows, row_block);
-    const int64_t units = (V_local + fshr::UNIT - 1) / fshr::UNIT;
-    const int64_t n_rb = fshr::row_blocks(rows, br);
-    int64_t slots = sm_count / n_rb;
-    if (fshr::cluster_size(n_rb, multicast) == 2) {
-        const int mc = br == fshr::Shape<3>::BR ? fshr::max_clusters_2<3>()
-                                                : fshr::max_clusters_2<2>();
-        /* slots x n_rb / 2 clusters at once */
-        if (mc > 0 && 2 * mc / n_rb < slots)
-            slots = 2 * mc / n_rb;
+    const int upt = br == Shape<3>::BR ? Shape<3>::UPT : Shape<2>::UPT;
+    const int units = (int)((V_local + UNIT - 1) / UNIT);
+    const int n_rb = (int)row_blocks(rows, br);
+    const int cl = cluster_size(n_rb, multicast);
+    const Plan p = rows_plan(V_local, rows, sm_count, multicast, row_block, jobs);
+    *slots = p.slots;
+    *grid = p.grid;
+    *max_tiles = 0;
+    if (p.slots < 1 || p.slots > units || p.grid < 1 || p.grid > n_rb * p.slots ||
+        p.grid % cl != 0)
+        return -1;
+    const int64_t n_jobs = n_rb * p.slots;
+    std::vector<int> seen((size_t)n_rb * (size_t)units, 0);
+    for (int64_t c = 0; c < p.grid; ++c) {
+        int64_t tiles = 0;
+        for (int64_t jb = c; jb < n_jobs; jb += p.grid) {
+            const Job q = job_of((int)jb, n_rb, (int)p.slots, units, p.by_tile, upt);
+            if (q.u0 < 0 || q.u1 > units || q.u0 > q.u1)
+                return -1;
+            for (int u = q.u0; u < q.u1; ++u)
+                ++seen[(size_t)q.rb * (size_t)units + (size_t)u];
+            tiles += q.n_tiles;
+            if (cl == 2) { /* the cluster's peers: same slot, row blocks 2c, 2c + 1 */
+                const bool first = c % 2 == 0;
+                const int64_t peer = first ? jb + 1 : jb - 1;
+                if (peer >= n_jobs || (int)(peer / n_rb) != q.slot ||
+                    q.rb % 2 != (first ? 0 : 1))
+                    return -1;
+            }
+        }
+        *max_tiles = tiles > *max_tiles ? tiles : *max_tiles;
     }
-    if (slots < 1)
-        slots = 1;
-    return slots < units ? slots : units;
+    for (int v : seen)
+        if (v != 1)
+            return -1;
+    return 0;
 }
 
 extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, int64_t V_local,
@@ -564,17 +774,20 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
                                      int64_t global_vocab, const fs_row_desc *descs,
                                      const float *logit_bias, const uint32_t *allowed,
                                      fs_record *recs, int64_t slots, const fs_tail_args *tail,
-                                     int multicast, int row_block, int argmax_only,
-                                     const fs_tree_row *tree_rows, float *tree_child_s, int device,
-                                     cudaStream_t stream)
+                                     int multicast, int row_block, int jobs, int sm_count,
+                                     int argmax_only, const fs_tree_row *tree_rows,
+                                     float *tree_child_s, int device, cudaStream_t stream)
 {
     using namespace fshr;
     const int br = fs_hopper_rows_block(rows, row_block);
     const int64_t n_rb = row_blocks(rows, br);
     const int64_t units = (V_local + UNIT - 1) / UNIT;
-    const int64_t grid = slots * n_rb;
-    if (slots < 1 || slots > units || grid > INT32_MAX || rows > INT32_MAX || units > INT32_MAX ||
+    if (rows > INT32_MAX || units > INT32_MAX || sm_count < 1 ||
         (tree_rows && (argmax_only || !tree_child_s)))
+        return (int)cudaErrorInvalidValue;
+    const Plan p = rows_plan(V_local, rows, sm_count, multicast, row_block, jobs);
+    const int64_t grid = p.grid;
+    if (slots != p.slots || slots < 1 || slots > units || n_rb * slots > INT32_MAX)
         return (int)cudaErrorInvalidValue;
     Args a;
     fill_scan_args(a, descs, logit_bias, allowed, recs, rows, V_local, vocab_offset, global_vocab,
@@ -582,6 +795,7 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
     a.n_rb = (int)n_rb;
     a.slots = (int)slots;
     a.units = (int)units;
+    a.tile_slots = p.by_tile;
     a.tree_rows = tree_rows;
     a.tree_child_s = tree_rows ? tree_child_s : nullptr;
 
@@ -600,7 +814,7 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
     const int cl = cluster_size(n_rb, multicast);
     const bool bf = is_bf16 != 0;
     const Epi epi = argmax_only ? EPI_ARGMAX : tree_rows ? EPI_TREE : EPI_LSE;
-    e = wide ? launch_shape<3>(bf, cl, epi, pc, m, a, device)
-             : launch_shape<2>(bf, cl, epi, pc, m, a, device);
+    e = wide ? launch_shape<3>(bf, cl, epi, p.by_tile != 0, pc, m, a, device)
+             : launch_shape<2>(bf, cl, epi, p.by_tile != 0, pc, m, a, device);
     return (int)(e != cudaSuccess ? e : cudaGetLastError());
 }

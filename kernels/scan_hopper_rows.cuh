@@ -19,15 +19,17 @@ extern "C" {
  * otherwise. */
 int fs_hopper_rows_block(int64_t rows, int requested);
 
-/* Records per row the kernel writes: one per "slot" (a CTA's share of the
- * vocabulary, for each row block).  multicast: two row blocks run as 2-CTA
- * clusters sharing W (slots then capped at the clusters that fit).
- * row_block: as fs_hopper_rows_block's `requested`. */
+/* Records per row the kernel writes: one per "slot" (a share of the
+ * vocabulary, for each row block; a CTA runs one or more (row block, slot)
+ * jobs).  multicast: two row blocks run as 2-CTA clusters sharing W (CTAs
+ * then capped at the clusters that fit).  row_block: as
+ * fs_hopper_rows_block's `requested`.  jobs: 0 automatic, else the jobs a
+ * CTA runs (tests and A/B runs). */
 int64_t fs_hopper_rows_slots(int64_t V_local, int64_t rows, int sm_count, int multicast,
-                             int row_block);
+                             int row_block, int jobs);
 
 /* Record (row r, slot k) goes to recs[r * slots + k]; slots must be
- * fs_hopper_rows_slots(V_local, rows, sm_count, multicast, row_block).  tail: run by the
+ * fs_hopper_rows_slots(V_local, rows, sm_count, multicast, row_block, jobs).  tail: run by the
  * last CTA (NULL: none).  argmax_only: the rows are draft argmax's, whose
  * records need no sum of exponentials (sum_exp is then meaningless).
  * tree_rows (NULL: none): the rows are tree verify's, with their children's
@@ -36,9 +38,9 @@ int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, int64_t V_l
                           int64_t rows, int64_t vocab_offset, int64_t global_vocab,
                           const fs_row_desc *descs, const float *logit_bias,
                           const uint32_t *allowed, fs_record *recs, int64_t slots,
-                          const fs_tail_args *tail, int multicast, int row_block,
-                          int argmax_only, const fs_tree_row *tree_rows, float *tree_child_s,
-                          int device, cudaStream_t stream);
+                          const fs_tail_args *tail, int multicast, int row_block, int jobs,
+                          int sm_count, int argmax_only, const fs_tree_row *tree_rows,
+                          float *tree_child_s, int device, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

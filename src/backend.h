@@ -66,6 +66,7 @@ struct fs_context {
     int64_t hopper_rows_min; /* rows from which the rows-as-M Hopper kernel runs; 0 = its default */
     int hopper_no_multicast; /* the rows kernel runs without 2-CTA clusters */
     int hopper_row_block;    /* the rows kernel's rows per CTA (128 / 192); 0: automatic */
+    int hopper_rows_jobs;    /* the rows kernel's jobs per CTA; 0: automatic */
     int64_t tail_rows_max;   /* the Hopper scan's last CTA ends ops of up to this many rows;
                                 past it, a merge kernel on every SM does */
     int filter_force_second_pass; /* FLASHSPEC_FILTER_SECOND_PASS: every filtered row takes the

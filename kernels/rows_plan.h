@@ -1,0 +1,26 @@
+/* Internal: the rows kernel's launch plan (scan_hopper_rows.cu), checked
+ * from the host so that a test without a GPU can walk it. */
+#ifndef FS_ROWS_PLAN_H
+#define FS_ROWS_PLAN_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Plans the rows kernel's launch for these arguments (as
+ * fs_hopper_rows_slots) and walks every CTA's jobs as the kernel does.
+ * Returns 0 when every (row block, 128-token unit) is scanned by exactly one
+ * job and the two CTAs of each cluster run the same slots with row blocks
+ * 2c and 2c + 1; -1 otherwise.  Writes the plan's records per row (*slots),
+ * CTAs (*grid) and the most tiles a CTA runs (*max_tiles). */
+int fs_hopper_rows_plan_check(int64_t V_local, int64_t rows, int sm_count, int multicast,
+                              int row_block, int jobs, int64_t *slots, int64_t *grid,
+                              int64_t *max_tiles);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

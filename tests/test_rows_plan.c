@@ -1,0 +1,119 @@
+/* The rows kernel's launch plan (kernels/scan_hopper_rows.cu, rows_plan),
+ * walked on the host as the kernel walks it: every (row block, unit) of the
+ * vocabulary scanned exactly once, clusters whose two CTAs run the same slots,
+ * and several jobs a CTA only where they shorten the longest CTA.  No GPU
+ * needed (multicast off keeps the plan from asking the device how many
+ * clusters fit; with a GPU the multicast cases ask it). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include <stdint.h>
+#include <stdio.h>
+
+#if FS_HAVE_CUDA
+#include "../kernels/rows_plan.h"
+
+typedef struct {
+    int64_t slots, grid, max_tiles;
+} plan_t;
+
+static plan_t plan_ok(int64_t V, int64_t rows, int sms, int multicast, int row_block, int jobs)
+{
+    plan_t p = {0, 0, 0};
+    const int rc = fs_hopper_rows_plan_check(V, rows, sms, multicast, row_block, jobs, &p.slots,
+                                             &p.grid, &p.max_tiles);
+    if (rc != 0)
+        fprintf(stderr, "plan fails: V %lld rows %lld sms %d multicast %d block %d jobs %d\n",
+                (long long)V, (long long)rows, sms, multicast, row_block, jobs);
+    assert_int_equal(rc, 0);
+    return p;
+}
+
+/* Every plan covers the vocabulary exactly once: vocabularies with a half
+ * last tile and with fewer units than CTAs, row blocks of 128 and 192,
+ * clustered or not, one job a CTA or forced several. */
+static void test_coverage(void **state)
+{
+    (void)state;
+    static const int64_t vs[] = {1, 128, 1000, 32000, 50257, 128256, 151936, 262144};
+    static const int64_t rows[] = {1, 97, 160, 192, 200, 257, 320, 513, 777, 1000, 1024, 2112};
+    static const int sms[] = {1, 78, 114, 132};
+    static const int blocks[] = {0, 128, 192};
+    static const int jobs[] = {0, 1, 2, 3, 8};
+    for (size_t v = 0; v < sizeof vs / sizeof vs[0]; ++v)
+        for (size_t r = 0; r < sizeof rows / sizeof rows[0]; ++r)
+            for (size_t s = 0; s < sizeof sms / sizeof sms[0]; ++s)
+                for (int mc = 0; mc < 2; ++mc)
+                    for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; ++b)
+                        for (size_t j = 0; j < sizeof jobs / sizeof jobs[0]; ++j)
+                            (void)plan_ok(vs[v], rows[r], sms[s], mc, blocks[b], jobs[j]);
+}
+
+/* 1024 rows of 151936 tokens on 132 SMs: 8 row blocks.  One job a CTA gives
+ * 16 slots on 128 CTAs, the longest 38 tiles (75 units); two jobs a CTA give
+ * 33 slots on all 132 CTAs and 36 tiles, and the automatic plan takes them. */
+static void test_jobs_where_they_pay(void **state)
+{
+    (void)state;
+    const plan_t one = plan_ok(151936, 1024, 132, 0, 0, 1);
+    assert_int_equal(one.slots, 16);
+    assert_int_equal(one.grid, 128);
+    assert_int_equal(one.max_tiles, 38);
+    const plan_t two = plan_ok(151936, 1024, 132, 0, 0, 2);
+    assert_int_equal(two.slots, 33);
+    assert_int_equal(two.grid, 132);
+    assert_int_equal(two.max_tiles, 36);
+    const plan_t aut = plan_ok(151936, 1024, 132, 0, 0, 0);
+    assert_int_equal(aut.slots, two.slots);
+    assert_int_equal(aut.grid, two.grid);
+    /* 2112 rows (64 trees of 32 nodes): 17 row blocks, 7 on 132 SMs a slot */
+    const plan_t t1 = plan_ok(128256, 2112, 132, 0, 0, 1);
+    const plan_t ta = plan_ok(128256, 2112, 132, 0, 0, 0);
+    assert_true(ta.max_tiles < t1.max_tiles);
+    assert_int_equal(ta.grid, 132);
+}
+
+/* Where one job a CTA already fills the SMs evenly, or below four row
+ * blocks (the W stream, not the tensor pipe, can bind there), the automatic
+ * plan is one job a CTA. */
+static void test_one_job_elsewhere(void **state)
+{
+    (void)state;
+    static const int64_t rows[] = {1, 160, 256, 320, 512, 768};
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; ++r) {
+        const plan_t one = plan_ok(151936, rows[r], 132, 0, 0, 1);
+        const plan_t aut = plan_ok(151936, rows[r], 132, 0, 0, 0);
+        assert_int_equal(aut.slots, one.slots);
+        assert_int_equal(aut.grid, one.grid);
+    }
+}
+
+/* Arguments the plan cannot serve are refused, not planned. */
+static void test_refusals(void **state)
+{
+    (void)state;
+    int64_t s, g, t;
+    assert_int_equal(fs_hopper_rows_plan_check(0, 64, 132, 0, 0, 0, &s, &g, &t), -1);
+    assert_int_equal(fs_hopper_rows_plan_check(151936, 0, 132, 0, 0, 0, &s, &g, &t), -1);
+    assert_int_equal(fs_hopper_rows_plan_check(151936, 64, 0, 0, 0, 0, &s, &g, &t), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_coverage),
+        cmocka_unit_test(test_jobs_where_they_pay),
+        cmocka_unit_test(test_one_job_elsewhere),
+        cmocka_unit_test(test_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
+#else
+int main(void)
+{
+    return 77; /* the plan is the CUDA backend's */
+}
+#endif
