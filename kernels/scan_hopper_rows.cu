@@ -38,7 +38,7 @@
  *   pipeline   4 stages of { W 256 x 64 (two 128-row TMA boxes; one for a half
  *              tile), H 128 x 64 } (192-row shape: 5 of { W 128 x 64, H 192 x
  *              64 }), 128-byte swizzle, full/empty mbarriers.  No H box
- *              reaches past the last row (slice_base).
+ *              reaches more than 32 rows past the last row (one_box).
  *              A stage is refilled as soon as all consumer warps (of the
  *              cluster) are past it; the last stage of a tile is released
  *              before the epilogue, so 4 k-blocks of the next tile stream in
@@ -147,6 +147,7 @@ struct Args {
     int64_t rows, V, vocab_offset, global_vocab, words;
     int n_rb, slots, units, kblocks, tail_on;
     int tile_slots; /* slot_range's split: 0 balanced in units, 1 in tiles (jobs) */
+    int exact_h_bytes; /* H bytes a step of the last row block's exact box (tms) */
     fs_tail_args tail;
     /* tree verify only (the TREE kernels; tree_scan.cuh): the rows' children
        and the children's scores [rows][FS_TREE_MAX_CHILDREN] */
@@ -201,7 +202,11 @@ __host__ __device__ __forceinline__ Job job_of(int job, int n_rb, int slots, int
  * only that slice's warpgroup records them), a slice wholly past the last
  * row not loaded at all: 136 rows 13% faster, but 160 rows 2% slower than
  * one box, and a full 192-row block 2-5% (three boxes a stage instead of
- * one).  First row of slice w of row block rb as loaded: */
+ * one).  The one-job kernels load such a block as one box of exactly its
+ * rows in range instead (tms sized to them; the rows past the end keep
+ * whatever the stage held and are never recorded); the several-jobs
+ * kernels, whose jobs change row blocks, keep the slices.  First row of
+ * slice w of row block rb as loaded: */
 __host__ __device__ __forceinline__ bool one_box(int rb, int br, int64_t rows)
 {
     return (int64_t)(rb + 1) * br - 32 <= rows;
@@ -214,9 +219,15 @@ __host__ __device__ __forceinline__ int64_t slice_base(int rb, int w, int br, in
 }
 
 /* Row held by local row lr (slice lr / 64) of row block rb, or -1 when
- * that row is out of range or another slice's. */
-__host__ __device__ __forceinline__ int64_t slot_row(int rb, int lr, int br, int64_t rows)
+ * that row is out of range or another slice's.  sliced = false: the block's
+ * rows as they are (one box, or one exact box for a short last block). */
+__host__ __device__ __forceinline__ int64_t slot_row(int rb, int lr, int br, int64_t rows,
+                                                     bool sliced = true)
 {
+    if (!sliced) {
+        const int row = rb * br + lr;
+        return row < (int)rows ? row : -1;
+    }
     const int w = lr >> 6;
     const int64_t row = slice_base(rb, w, br, rows) + (lr & 63);
     return row >= (int64_t)rb * br + 64 * w && row < rows ? row : -1;
@@ -258,8 +269,13 @@ __device__ __forceinline__ void issue_step(int i, int st, const CUtensorMap *tmw
     using S = Shape<NWG>;
     const int t = i / a.kblocks, kb = i - t * a.kblocks;
     const int u = u0 + S::UPT * t, nu = u1 - u >= S::UPT ? S::UPT : 1;
-    /* live < 0: one box for the block (one_box) */
-    mbar_expect_tx(full, (uint32_t)(nu * WU_BYTES + (live < 0 ? S::H_BYTES : live * HS_BYTES)));
+    /* live < 0: one box for the block (one_box); 0: one box of the block's
+       rows in range (tms sized to them: the one-job kernels); > 0: that
+       many 64-row slices (tms of 64 rows: several jobs a CTA) */
+    const int h_bytes = live < 0 ? S::H_BYTES
+                        : live == 0 ? a.exact_h_bytes
+                                    : live * HS_BYTES;
+    mbar_expect_tx(full, (uint32_t)(nu * WU_BYTES + h_bytes));
     if (CL == 1) {
         for (int i = 0; i < nu; ++i)
             tma_load_2d(sW + st * S::W_BYTES + i * WU_BYTES, tmw, kb * BK, (u + i) * UNIT, full,
@@ -268,8 +284,8 @@ __device__ __forceinline__ void issue_step(int i, int st, const CUtensorMap *tmw
         tma_load_2d_multicast(sW + st * S::W_BYTES + rank * WU_BYTES, tmw, kb * BK,
                               (u + rank) * UNIT, full, (uint16_t)((1u << CL) - 1u), pol_w);
     }
-    if (live < 0)
-        tma_load_2d(sH + st * S::H_BYTES, tmh, kb * BK, rb * S::BR, full, pol_h);
+    if (live <= 0)
+        tma_load_2d(sH + st * S::H_BYTES, live < 0 ? tmh : tms, kb * BK, rb * S::BR, full, pol_h);
     for (int w = 0; w < live; ++w)
         tma_load_2d(sH + st * S::H_BYTES + w * HS_BYTES, tms, kb * BK,
                     (int)slice_base(rb, w, S::BR, a.rows), full, pol_h);
@@ -314,9 +330,10 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
     };
     /* after job jb: another one for this CTA? */
     auto more = [&](int jb) { return MULTI && jb + (int)gridDim.x < n_jobs; };
-    /* H boxes of a job's row block (issue_step's live: < 0 one box, one_box) */
+    /* H boxes of a job's row block (issue_step's live: < 0 one box, one_box;
+       0 the exact box; > 0 slices) */
     auto live_of = [&](int rb) {
-        return one_box(rb, BR, a.rows) ? -1 : live_slices(rb, NWG, BR, a.rows);
+        return one_box(rb, BR, a.rows) ? -1 : MULTI ? live_slices(rb, NWG, BR, a.rows) : 0;
     };
     /* one job a CTA: the job, worked out before the producer drops to its
        few registers (there its 64-bit arithmetic spilled); several: each
@@ -381,7 +398,7 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
                     noise_fill<BR, NBT>(s_noise,
                                         a.vocab_offset + (int64_t)(q.u0 + S::UPT * t) * UNIT,
                                         threadIdx.x - 32, NOISE_THREADS, a,
-                                        [&](int lr) { return slot_row(q.rb, lr, BR, a.rows); });
+                                        [&](int lr) { return slot_row(q.rb, lr, BR, a.rows, MULTI); });
                     mbar_arrive(FSHR_NOISE_FULL);
                 }
                 if (!more(jb))
@@ -427,7 +444,7 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
         if (MULTI && jb != (int)blockIdx.x) /* every consumer is past the last job's descriptors */
             fs_named_bar(BAR_CONSUMERS, NCT);
         if (ct < BR) {
-            const int64_t row = slot_row(q.rb, ct, BR, a.rows);
+            const int64_t row = slot_row(q.rb, ct, BR, a.rows, MULTI);
             if (row >= 0) {
                 s_desc[ct] = a.descs[row];
 #if FSHR_PROBE_NO_EXCL /* timing probe: rows without an excluded / selected token (verify: wrong results) */
@@ -440,12 +457,15 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
         }
         fs_named_bar(BAR_CONSUMERS, NCT);
         RowState r0, r1;
+        bool own0, own1;
         {
             /* a row that is not this job's has flags 0: its row number is
                never used */
-            const int64_t q0 = slot_row(q.rb, lr, BR, a.rows);
-            const int64_t q1 = slot_row(q.rb, lr + 8, BR, a.rows);
+            const int64_t q0 = slot_row(q.rb, lr, BR, a.rows, MULTI);
+            const int64_t q1 = slot_row(q.rb, lr + 8, BR, a.rows, MULTI);
             row_init(r0, q0 >= 0 ? (int)q0 : 0, s_desc + lr);
+            own0 = q0 >= 0;
+            own1 = q1 >= 0;
             row_init(r1, q1 >= 0 ? (int)q1 : 0, s_desc + lr + 8);
         }
         /* zeroed after the descriptors' 64-bit row arithmetic: zeroed first,
@@ -493,9 +513,9 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
 #endif
         }
         const fs_record p0 = quad_record(r0), p1 = quad_record(r1);
-        if (gc == 0 && slot_row(q.rb, lr, BR, a.rows) >= 0)
+        if (gc == 0 && own0)
             a.recs[(int64_t)r0.row * a.slots + q.slot] = p0;
-        if (gc == 0 && slot_row(q.rb, lr + 8, BR, a.rows) >= 0)
+        if (gc == 0 && own1)
             a.recs[(int64_t)r1.row * a.slots + q.slot] = p1;
         if (!more(jb))
             break;
@@ -812,6 +832,8 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
     a.slots = (int)slots;
     a.units = (int)units;
     a.tile_slots = p.by_tile;
+    const int last_rows = (int)(rows - (n_rb - 1) * br);
+    a.exact_h_bytes = last_rows * BK * 2;
     a.tree_rows = tree_rows;
     a.tree_child_s = tree_rows ? tree_child_s : nullptr;
 
@@ -820,7 +842,7 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
     if (e == cudaSuccess)
         e = make_map(&m.h, H, is_bf16, D, rows, br);
     if (e == cudaSuccess)
-        e = make_map(&m.s, H, is_bf16, D, rows, 64);
+        e = make_map(&m.s, H, is_bf16, D, rows, p.by_tile ? 64 : last_rows);
     if (e != cudaSuccess)
         return (int)e;
     const bool wide = br == Shape<3>::BR;
