@@ -1,5 +1,6 @@
-/* Internal: the rows kernel's launch plan (scan_hopper_rows.cu), checked
- * from the host so that a test without a GPU can walk it. */
+/* Internal: the rows kernel's launch plan (scan_hopper_rows.cu): its row
+ * block, and the plan checked from the host so that a test without a GPU
+ * can walk it. */
 #ifndef FS_ROWS_PLAN_H
 #define FS_ROWS_PLAN_H
 
@@ -8,6 +9,14 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Rows per CTA (row block) for `rows` rows: `requested` when it is 128 or
+ * 192; else 192 for 129-192 rows (one block instead of two of 128) and,
+ * past 256 rows, where 192-row blocks pad fewer rows without losing the
+ * clusters of an even block count, or pad as many and gain them (for draft
+ * argmax, argmax_only, not at 257-384 rows); 128 otherwise.  The measured
+ * reasons are in the definition. */
+int fs_hopper_rows_block(int64_t rows, int requested, int argmax_only);
 
 /* Plans the rows kernel's launch for these arguments (as
  * fs_hopper_rows_slots) and walks every CTA's jobs as the kernel does.

@@ -689,7 +689,7 @@ double plan_cost(int n_rb, int64_t slots, int64_t grid, int units, int by_tile, 
 Plan rows_plan(int64_t V_local, int64_t rows, int sm_count, int multicast, int row_block,
                int jobs)
 {
-    const int br = fs_hopper_rows_block(rows, row_block);
+    const int br = fs_hopper_rows_block(rows, row_block, 0);
     const int upt = br == Shape<3>::BR ? Shape<3>::UPT : Shape<2>::UPT;
     const int64_t units = (V_local + UNIT - 1) / UNIT;
     const int64_t n_rb = row_blocks(rows, br);
@@ -743,12 +743,37 @@ Plan rows_plan(int64_t V_local, int64_t rows, int sm_count, int multicast, int r
 
 } // namespace fshr
 
-extern "C" int fs_hopper_rows_block(int64_t rows, int requested)
+/* Past 256 rows the shapes differ in the rows they pad and in their
+ * clusters (pairs of row blocks, so only for an even block count), and the
+ * 192-row CTA, whose 12 consumer warps each run a 32-token epilogue a row
+ * and tile, hides more of the sampling epilogue than the 128-row CTA's 8
+ * warps of 64 tokens.  Measured against 128-row blocks (SM cycles, both
+ * default shapes; bench/results/2026-11-25-h100-rows-192/): fewer rows
+ * padded, 528-576 rows (576 vs 640), sample 6-9% and argmax 0-3% fewer;
+ * but 960 rows (960 in 5 unclustered blocks vs 1024 in 8 clustered) 3-7%
+ * more.  As many rows, the 192-row blocks clustered and the 128-row ones
+ * not: 1100-1152 rows 0-6% fewer; 257-384 rows (two blocks against three)
+ * sample and verify up to 12% fewer at 264-288 rows and within 4% either
+ * way at 320-384, draft argmax 0-8% more.  Both clustered (704 rows) or
+ * neither: 128. */
+extern "C" int fs_hopper_rows_block(int64_t rows, int requested, int argmax_only)
 {
-    if (requested == 128 || requested == 192)
+    using fshr::Shape;
+    if (requested == Shape<2>::BR || requested == Shape<3>::BR)
         return requested;
-    return rows > fshr::Shape<2>::BR && rows <= fshr::Shape<3>::BR ? fshr::Shape<3>::BR
-                                                                    : fshr::Shape<2>::BR;
+    if (rows <= Shape<2>::BR)
+        return Shape<2>::BR;
+    if (rows <= Shape<3>::BR)
+        return Shape<3>::BR;
+    const int64_t n2 = (rows + Shape<2>::BR - 1) / Shape<2>::BR;
+    const int64_t n3 = (rows + Shape<3>::BR - 1) / Shape<3>::BR;
+    const int64_t pad2 = n2 * Shape<2>::BR, pad3 = n3 * Shape<3>::BR;
+    const bool pairs2 = n2 % 2 == 0, pairs3 = n3 % 2 == 0;
+    if (pad3 < pad2)
+        return pairs2 && !pairs3 ? Shape<2>::BR : Shape<3>::BR;
+    if (pad3 == pad2 && pairs3 && !pairs2 && (!argmax_only || n2 > 3))
+        return Shape<3>::BR;
+    return Shape<2>::BR;
 }
 
 extern "C" int64_t fs_hopper_rows_slots(int64_t V_local, int64_t rows, int sm_count,
@@ -766,7 +791,7 @@ extern "C" int fs_hopper_rows_plan_check(int64_t V_local, int64_t rows, int sm_c
     using namespace fshr;
     if (V_local <= 0 || rows <= 0 || sm_count < 1 || V_local > INT32_MAX || rows > INT32_MAX)
         return -1;
-    const int br = fs_hopper_rows_block(rows, row_block);
+    const int br = fs_hopper_rows_block(rows, row_block, 0);
     const int upt = br == Shape<3>::BR ? Shape<3>::UPT : Shape<2>::UPT;
     const int units = (int)((V_local + UNIT - 1) / UNIT);
     const int n_rb = (int)row_blocks(rows, br);
@@ -815,7 +840,7 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
                                      float *tree_child_s, int device, cudaStream_t stream)
 {
     using namespace fshr;
-    const int br = fs_hopper_rows_block(rows, row_block);
+    const int br = fs_hopper_rows_block(rows, row_block, 0);
     const int64_t n_rb = row_blocks(rows, br);
     const int64_t units = (V_local + UNIT - 1) / UNIT;
     if (rows > INT32_MAX || units > INT32_MAX || sm_count < 1 ||

@@ -9,15 +9,11 @@
 
 #include "cuda_common.cuh"
 #include "record.h"
+#include "rows_plan.h" /* fs_hopper_rows_block */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* Rows per CTA (row block) for `rows` rows: `requested` when it is 128 or
- * 192, else 192 for 129-192 rows (one block instead of two of 128), 128
- * otherwise. */
-int fs_hopper_rows_block(int64_t rows, int requested);
 
 /* Records per row the kernel writes: one per "slot" (a share of the
  * vocabulary, for each row block; a CTA runs one or more (row block, slot)

@@ -69,9 +69,10 @@ static void test_jobs_where_they_pay(void **state)
     const plan_t aut = plan_ok(151936, 1024, 132, 0, 0, 0);
     assert_int_equal(aut.slots, two.slots);
     assert_int_equal(aut.grid, two.grid);
-    /* 2112 rows (64 trees of 32 nodes): 17 row blocks, 7 on 132 SMs a slot */
-    const plan_t t1 = plan_ok(128256, 2112, 132, 0, 0, 1);
-    const plan_t ta = plan_ok(128256, 2112, 132, 0, 0, 0);
+    /* 2112 rows (64 trees of 32 nodes) in 128-row blocks (the automatic
+       choice is 11 blocks of 192): 17 row blocks, 7 on 132 SMs a slot */
+    const plan_t t1 = plan_ok(128256, 2112, 132, 0, 128, 1);
+    const plan_t ta = plan_ok(128256, 2112, 132, 0, 128, 0);
     assert_true(ta.max_tiles < t1.max_tiles);
     assert_int_equal(ta.grid, 132);
 }
@@ -91,6 +92,36 @@ static void test_one_job_elsewhere(void **state)
     }
 }
 
+/* The automatic row block: 192 rows where it pads fewer rows without
+ * losing the clusters of an even block count, or as many and gains them
+ * (draft argmax not at 257-384 rows); a request for 128 or 192 is kept. */
+static void test_row_block_choice(void **state)
+{
+    (void)state;
+    static const struct {
+        int64_t rows;
+        int sample, argmax; /* the expected block for sampling / draft argmax */
+    } cs[] = {
+        {1, 128, 128},      {128, 128, 128},    {129, 192, 192},   {192, 192, 192},
+        {193, 128, 128},    {256, 128, 128},    {257, 192, 128},   {320, 192, 128},
+        {384, 192, 128},    {385, 128, 128},    {512, 128, 128},   {513, 192, 192},
+        {576, 192, 192},    {577, 128, 128},    {704, 128, 128},   {768, 128, 128},
+        {960, 128, 128},    {1024, 128, 128},   {1025, 192, 192},  {1152, 192, 192},
+        {1153, 128, 128},   {2112, 192, 192},   {4160, 192, 192},
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; ++i) {
+        if (fs_hopper_rows_block(cs[i].rows, 0, 0) != cs[i].sample ||
+            fs_hopper_rows_block(cs[i].rows, 0, 1) != cs[i].argmax)
+            fprintf(stderr, "rows %lld: %d / %d, expected %d / %d\n", (long long)cs[i].rows,
+                    fs_hopper_rows_block(cs[i].rows, 0, 0), fs_hopper_rows_block(cs[i].rows, 0, 1),
+                    cs[i].sample, cs[i].argmax);
+        assert_int_equal(fs_hopper_rows_block(cs[i].rows, 0, 0), cs[i].sample);
+        assert_int_equal(fs_hopper_rows_block(cs[i].rows, 0, 1), cs[i].argmax);
+        assert_int_equal(fs_hopper_rows_block(cs[i].rows, 128, 0), 128);
+        assert_int_equal(fs_hopper_rows_block(cs[i].rows, 192, 1), 192);
+    }
+}
+
 /* Arguments the plan cannot serve are refused, not planned. */
 static void test_refusals(void **state)
 {
@@ -107,6 +138,7 @@ int main(void)
         cmocka_unit_test(test_coverage),
         cmocka_unit_test(test_jobs_where_they_pay),
         cmocka_unit_test(test_one_job_elsewhere),
+        cmocka_unit_test(test_row_block_choice),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
