@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""Scores a flashspec_bench --csv sweep against the large-batch targets:
+each fused op within LIMIT x bound (bound = max(HBM floor, cuBLAS matmul
+alone), default 1.03), never slower than the leanest unfused pipeline doing
+the same job (cuBLAS + the Gumbel pass for sample, cuBLAS + argmax for draft
+argmax, the materialised verify for verify), and at 1 row within ONE_ROW x
+the HBM floor (default 1.02).  One line per (shape, op): the misses with
+their x bound, the row counts slower than the unfused pipeline (fused /
+unfused), and the 1-row x floor.
+Usage: issue20_score.py bench.csv [--limit 1.03] [--one-row 1.02]"""
+import argparse
+import csv
+import collections
+
+FUSED = {"sample": "fs_sample", "argmax": "fs_draft_argmax", "verify": "fs_verify"}
+UNFUSED = {"sample": "cublas+gumbel", "argmax": "cublas+argmax", "verify": "materialised_verify"}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("csv")
+    ap.add_argument("--limit", type=float, default=1.03)
+    ap.add_argument("--one-row", type=float, default=1.02)
+    args = ap.parse_args()
+    rows = list(csv.DictReader(open(args.csv)))
+    med = {}
+    for r in rows:
+        med[(r["V"], r["D"], r["family"], r["method"], int(r["rows"]))] = r
+    shapes = list(collections.OrderedDict.fromkeys((r["V"], r["D"]) for r in rows))
+    print(f"| shape | op | over {args.limit} x bound | slower than the unfused pipeline | 1 row, x floor |")
+    print("|---|---|---|---|---|")
+    for V, D in shapes:
+        for op in ("sample", "argmax", "verify"):
+            counts = sorted(n for (v, d, f, m, n) in med if (v, d, f, m) == (V, D, op, FUSED[op]))
+            if not counts:
+                continue
+            miss, slow, one = [], [], ""
+            for n in counts:
+                f = med[(V, D, op, FUSED[op], n)]
+                xb = float(f["ratio_bound"])
+                if xb > args.limit:
+                    miss.append(f"{n} ({xb:.3f})")
+                u = med.get((V, D, op, UNFUSED[op], n))
+                if u and float(f["median_ms"]) > float(u["median_ms"]):
+                    slow.append(f"{n} ({float(f['median_ms']) / float(u['median_ms']):.3f})")
+                if n == 1:
+                    xf = float(f["median_ms"]) / float(f["floor_ms"])
+                    one = f"{xf:.3f}" + (" (miss)" if xf > args.one_row else "")
+            print(f"| {V} x {D} | {op} | {', '.join(miss) or '-'} | {', '.join(slow) or '-'} | {one} |")
+
+
+if __name__ == "__main__":
+    main()
