@@ -744,10 +744,14 @@ Plan rows_plan(int64_t V_local, int64_t rows, int sm_count, int multicast, int r
 } // namespace fshr
 
 /* Past 256 rows the shapes differ in the rows they pad and in their
- * clusters (pairs of row blocks, so only for an even block count), and the
- * 192-row CTA, whose 12 consumer warps each run a 32-token epilogue a row
- * and tile, hides more of the sampling epilogue than the 128-row CTA's 8
- * warps of 64 tokens.  Measured against 128-row blocks (SM cycles, both
+ * clusters (pairs of row blocks, so only for an even block count), and
+ * sampling costs the 192-row CTA less over its argmax (4-9%) than the
+ * 128-row CTA (12-28%): somewhat for its shorter epilogue a warp (12
+ * consumer warps of 32 tokens a row and tile against 8 of 64; 704 rows,
+ * both clustered: 9% against 13%), mostly because unclustered row blocks
+ * drift apart under the sampling epilogue and read W from DRAM again (264
+ * rows on 128256 x 8192: 1.69 W in three 128-row blocks, 1.00 in the
+ * 192-row pair; argmax does not drift).  Measured against 128-row blocks (SM cycles, both
  * default shapes; bench/results/2026-11-25-h100-rows-192/): fewer rows
  * padded, 528-576 rows (576 vs 640), sample 6-9% and argmax 0-3% fewer;
  * but 960 rows (960 in 5 unclustered blocks vs 1024 in 8 clustered) 3-7%
