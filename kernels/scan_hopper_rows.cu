@@ -649,11 +649,15 @@ int64_t row_blocks(int64_t rows, int br)
     return (rows + br - 1) / br;
 }
 
-/* The launch's shape: records per row (slots), CTAs (grid) and the slots'
- * split (Args::tile_slots). */
+/* The launch's shape: records per row (slots), CTAs (grid), the slots'
+ * split (Args::tile_slots), and what they were worked out from: the row
+ * block (br rows, upt units a tile), the row blocks, the 128-token units and
+ * the cluster size. */
 struct Plan {
     int64_t slots, grid;
     int by_tile;
+    int br, upt, cl;
+    int64_t n_rb, units;
 };
 
 /* A job's cost beside its tiles', in tiles: its descriptors, records and the
@@ -702,7 +706,7 @@ Plan rows_plan(int64_t V_local, int64_t rows, int sm_count, int multicast, int r
     }
     int64_t slots = ctas / n_rb;
     slots = slots < 1 ? 1 : slots < units ? slots : units;
-    Plan best = {slots, slots * n_rb, 0};
+    Plan best = {slots, slots * n_rb, 0, br, upt, cl, n_rb, units};
     if (jobs == 1 || br == Shape<3>::BR || units > INT32_MAX || n_rb > INT32_MAX ||
         (jobs == 0 && n_rb < 4))
         return best; /* the 192-row shape: one job a CTA (launch_shape) */
@@ -732,7 +736,9 @@ Plan rows_plan(int64_t V_local, int64_t rows, int sm_count, int multicast, int r
         const double cost = plan_cost((int)n_rb, s, grid, (int)units, 1, upt);
         /* forced: the one candidate; automatic: half a tile better at least */
         if (jobs > 1 || cost < best_cost - 0.5) {
-            best = {s, grid, 1};
+            best.slots = s;
+            best.grid = grid;
+            best.by_tile = 1;
             best_cost = cost;
         }
     }
@@ -751,9 +757,9 @@ Plan rows_plan(int64_t V_local, int64_t rows, int sm_count, int multicast, int r
  * both clustered: 9% against 13%), mostly because unclustered row blocks
  * drift apart under the sampling epilogue and read W from DRAM again (264
  * rows on 128256 x 8192: 1.69 W in three 128-row blocks, 1.00 in the
- * 192-row pair; argmax does not drift).  Measured against 128-row blocks (SM cycles, both
- * default shapes; bench/results/2026-11-25-h100-rows-192/): fewer rows
- * padded, 528-576 rows (576 vs 640), sample 6-9% and argmax 0-3% fewer;
+ * 192-row pair; argmax does not drift).  Measured against 128-row blocks
+ * (SM cycles, both default shapes; bench/results/2026-11-25-h100-rows-192/):
+ * fewer rows padded, 528-576 rows (576 vs 640), sample 6-9% and argmax 0-3% fewer;
  * but 960 rows (960 in 5 unclustered blocks vs 1024 in 8 clustered) 3-7%
  * more.  As many rows, the 192-row blocks clustered and the 128-row ones
  * not: 1100-1152 rows 0-6% fewer; 257-384 rows (two blocks against three)
@@ -795,12 +801,8 @@ extern "C" int fs_hopper_rows_plan_check(int64_t V_local, int64_t rows, int sm_c
     using namespace fshr;
     if (V_local <= 0 || rows <= 0 || sm_count < 1 || V_local > INT32_MAX || rows > INT32_MAX)
         return -1;
-    const int br = fs_hopper_rows_block(rows, row_block, 0);
-    const int upt = br == Shape<3>::BR ? Shape<3>::UPT : Shape<2>::UPT;
-    const int units = (int)((V_local + UNIT - 1) / UNIT);
-    const int n_rb = (int)row_blocks(rows, br);
-    const int cl = cluster_size(n_rb, multicast);
     const Plan p = rows_plan(V_local, rows, sm_count, multicast, row_block, jobs);
+    const int upt = p.upt, units = (int)p.units, n_rb = (int)p.n_rb, cl = p.cl;
     *slots = p.slots;
     *grid = p.grid;
     *max_tiles = 0;
@@ -844,14 +846,12 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
                                      float *tree_child_s, int device, cudaStream_t stream)
 {
     using namespace fshr;
-    const int br = fs_hopper_rows_block(rows, row_block, 0);
-    const int64_t n_rb = row_blocks(rows, br);
-    const int64_t units = (V_local + UNIT - 1) / UNIT;
+    const Plan p = rows_plan(V_local, rows, sm_count, multicast, row_block, jobs);
+    const int br = p.br, cl = p.cl;
+    const int64_t n_rb = p.n_rb, units = p.units, grid = p.grid;
     if (rows > INT32_MAX || units > INT32_MAX || sm_count < 1 ||
         (tree_rows && (argmax_only || !tree_child_s)))
         return (int)cudaErrorInvalidValue;
-    const Plan p = rows_plan(V_local, rows, sm_count, multicast, row_block, jobs);
-    const int64_t grid = p.grid;
     if (slots != p.slots || slots < 1 || slots > units || n_rb * slots > INT32_MAX)
         return (int)cudaErrorInvalidValue;
     Args a;
@@ -878,7 +878,6 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
     /* programmatic launch: overlaps the prep kernel (see fs_pdl_wait above) */
     fs_pdl_config pc(dim3((unsigned)grid), dim3(wide ? Shape<3>::THREADS : Shape<2>::THREADS),
                      wide ? Shape<3>::SMEM : Shape<2>::SMEM, stream, true);
-    const int cl = cluster_size(n_rb, multicast);
     const bool bf = is_bf16 != 0;
     const Epi epi = argmax_only ? EPI_ARGMAX : tree_rows ? EPI_TREE : EPI_LSE;
     e = wide ? launch_shape<3>(bf, cl, epi, p.by_tile != 0, pc, m, a, device)
