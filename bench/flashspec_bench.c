@@ -7,8 +7,10 @@
  *   argmax  cublas+argmax, fs_draft_argmax (fused), cublas+fs_draft_argmax_logits
  *   verify  (R requests x k drafts, R*(k+1) target rows) cublas_matmul,
  *           materialised_verify, fs_verify (fused), cublas+fs_verify_logits
- * Each: warm-up, then reps calls, the L2 flushed before every call outside
- * the timed region, CUDA events, median.  The floor is V*D*2 bytes over the
+ * A configuration's methods take turns in rounds (--rounds, --reps calls each
+ * a round, warm-up first), the L2 flushed before every call outside the
+ * timed region, CUDA events; reported: the median of all rounds' calls and
+ * the range of the round medians.  The floor is V*D*2 bytes over the
  * measured device-to-device copy bandwidth (read + write bytes / time).
  * Fused ops must run within 1.05 x max(floor, cuBLAS matmul alone).
  * Run with --help for the flags. */
@@ -29,6 +31,8 @@
 #include "timing.h"
 
 #define MAX_LIST 64
+#define MAX_METHODS 8 /* timed in one configuration */
+#define MAX_ROUNDS 64
 
 typedef struct shape {
     int64_t vocab, dim;
@@ -42,7 +46,7 @@ typedef struct options {
     int64_t requests[MAX_LIST];
     int nrequests;
     int drafts;
-    int reps, warmup;
+    int reps, warmup, rounds; /* reps: calls per method and round */
     int do_sample, do_argmax, do_verify;
     int tune_gemm;
     size_t copy_mib;
@@ -418,65 +422,122 @@ static void check_verify(bench *b, const method *m, bench_row *r)
     }
 }
 
-/* ---- one measurement --------------------------------------------------- */
-
-/* Times method m on the current configuration; returns its median (0 if not
- * measured).  matmul_ms < 0 means "this is the matmul itself". */
-static double run_method(bench *b, const method *m, double matmul_ms)
+static int cmp_ms(const void *x, const void *y)
 {
-    bench_row r;
-    memset(&r, 0, sizeof r);
-    snprintf(r.family, sizeof r.family, "%s", m->family);
-    snprintf(r.method, sizeof r.method, "%s", m->name);
-    r.fused = m->fused;
-    r.vocab = b->vocab;
-    r.dim = b->dim;
-    r.rows = b->rows;
-    r.requests = strcmp(m->family, "verify") == 0 ? b->requests : 0;
-    r.floor_ms = b->floor_ms;
-    r.matmul_ms = matmul_ms > 0 ? matmul_ms : 0.0;
+    const double a = *(const double *)x, c = *(const double *)y;
+    return a < c ? -1 : a > c;
+}
 
-    if (m->ws != WS_NONE && !b->fs) {
-        snprintf(r.note, sizeof r.note, "not run: %s", b->fs_unavailable);
-        add_row(b, &r);
-        return 0.0;
-    }
-    b->err[0] = '\0';
-    snprintf(bench_activity, sizeof bench_activity, "%s V=%lld D=%lld rows=%lld", m->name,
-             (long long)b->vocab, (long long)b->dim, (long long)b->rows);
-    if (m->ws != WS_NONE && prepare_fs_workspace(b, m->ws) != 0) {
-        snprintf(r.note, sizeof r.note, "not run: %s", b->err);
-        add_row(b, &r);
-        return 0.0;
-    }
-    /* outputs start as -1, so an op that writes nothing is caught */
-    CUDA_CHECK(cudaMemsetAsync(b->tokens, 0xff, b->max_rows * sizeof(int32_t), b->stream));
-    CUDA_CHECK(cudaMemsetAsync(b->status, 0xff, b->max_rows * sizeof(int32_t), b->stream));
-    CUDA_CHECK(
-        cudaMemsetAsync(b->num_emitted, 0xff, b->max_requests * sizeof(int32_t), b->stream));
+/* ---- one configuration ------------------------------------------------ */
 
-    if (bench_time(&b->timer, m->fn, b, b->o.warmup, b->o.reps, b->ms) != 0) {
-        /* a failed call must not have broken the context */
-        CUDA_CHECK(cudaGetLastError());
-        CUDA_CHECK(cudaDeviceSynchronize());
-        snprintf(r.note, sizeof r.note, "failed: %s", b->err);
-        add_row(b, &r);
-        return 0.0;
+/* Times every method of one configuration (shape and rows) alternated in
+ * rounds: round r runs each method in turn for `reps` calls (warm-up calls
+ * first: --warmup in round 0, one in the later rounds), so that a clock the
+ * power cap lowers during the configuration lowers every method alike.  The
+ * outputs are checked after each method's calls in the last round, in the
+ * methods' order (a family's reference before the methods compared with it).
+ * A row per method is added at the end: the median and quantiles of all its
+ * calls, and the lowest and highest of its round medians.  list[0] is the
+ * matmul alone, whose median is the others' matmul_ms. */
+static void run_config(bench *b, const method *const *list, int n)
+{
+    const options *o = &b->o;
+    const int per = o->rounds * o->reps;
+    bench_row rows[MAX_METHODS];
+    int live[MAX_METHODS];
+    double rmed[MAX_METHODS][MAX_ROUNDS];
+    if (n > MAX_METHODS) {
+        fprintf(stderr, "run_config: %d methods > %d\n", n, MAX_METHODS);
+        exit(1);
     }
-    r.valid = 1;
-    r.median_ms = bench_quantile(b->ms, b->o.reps, 0.5);
-    r.min_ms = b->ms[0];
-    r.p90_ms = bench_quantile(b->ms, b->o.reps, 0.9);
-    if (matmul_ms < 0)
-        r.matmul_ms = r.median_ms;
-    if (m->check == CHK_TOKENS || m->check == CHK_REF || m->check == CHK_AGREE)
-        check_tokens(b, m, &r);
-    else if (m->check == CHK_VERIFY_REF || m->check == CHK_VERIFY)
-        check_verify(b, m, &r);
-    else
-        snprintf(r.check, sizeof r.check, "-");
-    add_row(b, &r);
-    return r.median_ms;
+    for (int i = 0; i < n; ++i) {
+        const method *m = list[i];
+        bench_row *r = &rows[i];
+        memset(r, 0, sizeof *r);
+        snprintf(r->family, sizeof r->family, "%s", m->family);
+        snprintf(r->method, sizeof r->method, "%s", m->name);
+        r->fused = m->fused;
+        r->vocab = b->vocab;
+        r->dim = b->dim;
+        r->rows = b->rows;
+        r->requests = strcmp(m->family, "verify") == 0 ? b->requests : 0;
+        r->floor_ms = b->floor_ms;
+        r->rounds = o->rounds;
+        live[i] = 1;
+        if (m->ws != WS_NONE && !b->fs) {
+            snprintf(r->note, sizeof r->note, "not run: %s", b->fs_unavailable);
+            live[i] = 0;
+        }
+    }
+    for (int round = 0; round < o->rounds; ++round) {
+        const char *family = NULL;
+        for (int i = 0; i < n; ++i) {
+            const method *m = list[i];
+            bench_row *r = &rows[i];
+            if (!family || strcmp(family, m->family) != 0) {
+                family = m->family;
+                b->ref_valid = 0;
+            }
+            if (!live[i])
+                continue;
+            b->err[0] = '\0';
+            snprintf(bench_activity, sizeof bench_activity, "%s V=%lld D=%lld rows=%lld",
+                     m->name, (long long)b->vocab, (long long)b->dim, (long long)b->rows);
+            if (m->ws != WS_NONE && prepare_fs_workspace(b, m->ws) != 0) {
+                snprintf(r->note, sizeof r->note, "not run: %s", b->err);
+                live[i] = 0;
+                continue;
+            }
+            /* outputs start as -1, so an op that writes nothing is caught */
+            CUDA_CHECK(
+                cudaMemsetAsync(b->tokens, 0xff, b->max_rows * sizeof(int32_t), b->stream));
+            CUDA_CHECK(
+                cudaMemsetAsync(b->status, 0xff, b->max_rows * sizeof(int32_t), b->stream));
+            CUDA_CHECK(cudaMemsetAsync(b->num_emitted, 0xff,
+                                       b->max_requests * sizeof(int32_t), b->stream));
+            double *s = b->ms + (size_t)i * per + (size_t)round * o->reps;
+            if (bench_time(&b->timer, m->fn, b, round == 0 ? o->warmup : 1, o->reps, s) != 0) {
+                /* a failed call must not have broken the context */
+                CUDA_CHECK(cudaGetLastError());
+                CUDA_CHECK(cudaDeviceSynchronize());
+                snprintf(r->note, sizeof r->note, "failed: %s", b->err);
+                live[i] = 0;
+                continue;
+            }
+            rmed[i][round] = bench_quantile(s, o->reps, 0.5);
+            if (round < o->rounds - 1)
+                continue;
+            if (m->check == CHK_TOKENS || m->check == CHK_REF || m->check == CHK_AGREE)
+                check_tokens(b, m, r);
+            else if (m->check == CHK_VERIFY_REF || m->check == CHK_VERIFY)
+                check_verify(b, m, r);
+            else
+                snprintf(r->check, sizeof r->check, "-");
+        }
+    }
+    double matmul_ms = 0.0;
+    for (int i = 0; i < n; ++i) {
+        bench_row *r = &rows[i];
+        if (!live[i])
+            continue;
+        double *s = b->ms + (size_t)i * per;
+        qsort(s, (size_t)per, sizeof *s, cmp_ms);
+        r->valid = 1;
+        r->median_ms = bench_quantile(s, per, 0.5);
+        r->min_ms = s[0];
+        r->p90_ms = bench_quantile(s, per, 0.9);
+        r->round_lo_ms = r->round_hi_ms = rmed[i][0];
+        for (int k = 1; k < o->rounds; ++k) {
+            r->round_lo_ms = rmed[i][k] < r->round_lo_ms ? rmed[i][k] : r->round_lo_ms;
+            r->round_hi_ms = rmed[i][k] > r->round_hi_ms ? rmed[i][k] : r->round_hi_ms;
+        }
+        if (i == 0)
+            matmul_ms = r->median_ms;
+    }
+    for (int i = 0; i < n; ++i) {
+        rows[i].matmul_ms = matmul_ms;
+        add_row(b, &rows[i]);
+    }
 }
 
 static void make_gemm(bench *b, int64_t rows)
@@ -618,17 +679,14 @@ static void run_shape(bench *b, shape s)
             b->rows = o->rows[i];
             b->requests = 0;
             make_gemm(b, b->rows);
-            double mm = run_method(b, o->do_sample ? &k_matmul_sample : &k_matmul_argmax, -1.0);
-            if (o->do_sample) {
-                b->ref_valid = 0;
-                for (int j = 0; j < COUNT(k_sample_methods); ++j)
-                    run_method(b, &k_sample_methods[j], mm);
-            }
-            if (o->do_argmax) {
-                b->ref_valid = 0;
-                for (int j = 0; j < COUNT(k_argmax_methods); ++j)
-                    run_method(b, &k_argmax_methods[j], mm);
-            }
+            const method *list[MAX_METHODS];
+            int n = 0;
+            list[n++] = o->do_sample ? &k_matmul_sample : &k_matmul_argmax;
+            for (int j = 0; o->do_sample && j < COUNT(k_sample_methods); ++j)
+                list[n++] = &k_sample_methods[j];
+            for (int j = 0; o->do_argmax && j < COUNT(k_argmax_methods); ++j)
+                list[n++] = &k_argmax_methods[j];
+            run_config(b, list, n);
         }
     }
     if (o->do_verify) {
@@ -640,11 +698,12 @@ static void run_shape(bench *b, shape s)
             b->dr.max_drafts = k;
             b->dr.draft_tokens = b->drafts;
             b->dr.draft_offsets = b->offsets;
-            b->ref_valid = 0;
             make_gemm(b, b->rows);
-            double mm = run_method(b, &k_verify_methods[0], -1.0);
-            for (int j = 1; j < COUNT(k_verify_methods); ++j)
-                run_method(b, &k_verify_methods[j], mm);
+            const method *list[MAX_METHODS];
+            int n = 0;
+            for (int j = 0; j < COUNT(k_verify_methods); ++j)
+                list[n++] = &k_verify_methods[j];
+            run_config(b, list, n);
         }
     }
     teardown_shape(b);
@@ -663,15 +722,19 @@ static void usage(FILE *f)
             "  --requests LIST        verify requests (default 1,2,4,8,16,32,64,128,200)\n"
             "  --drafts K             greedy drafts per request (default 4: K+1 target rows)\n"
             "  --ops LIST             any of sample,argmax,verify (default all)\n"
-            "  --reps N               timed calls per measurement, median reported (default 50)\n"
-            "  --warmup N             untimed calls first (default 5)\n"
+            "  --rounds N             rounds per configuration: its methods take turns,\n"
+            "                         --reps calls each a round (default 3)\n"
+            "  --reps N               timed calls per method and round; the median of all\n"
+            "                         rounds' calls is reported (default 20)\n"
+            "  --warmup N             untimed calls before a method's first round (default 5;\n"
+            "                         one before each later round)\n"
             "  --gemm tuned|heuristic cuBLASLt: fastest of 16 candidates (default) or first\n"
             "  --copy-mib N           size of the bandwidth-probe copy (default 1024)\n"
             "  --flush dirty|clean    L2 before each call: full of a memset's dirty lines\n"
             "                         (default: as after a model's previous layers) or\n"
             "                         read back clean (the call writes nothing back)\n"
             "  --quick                smoke run: 1st shape, rows 1,16,256, requests 1,16,64,\n"
-            "                         10 reps, 2 warm-up (explicit flags still win)\n"
+            "                         2 rounds of 5 reps, 2 warm-up (explicit flags still win)\n"
             "  --csv PATH, --json PATH  write the results\n"
             "  --device N             CUDA device (default 0)\n");
 }
@@ -739,7 +802,8 @@ static void parse_options(int argc, char **argv, options *o)
     o->nrequests = quick ? COUNT(qreqs) : COUNT(reqs);
     memcpy(o->requests, quick ? qreqs : reqs, o->nrequests * sizeof(int64_t));
     o->drafts = 4;
-    o->reps = quick ? 10 : 50;
+    o->reps = quick ? 5 : 20;
+    o->rounds = quick ? 2 : 3;
     o->warmup = quick ? 2 : 5;
     o->do_sample = o->do_argmax = o->do_verify = 1;
     o->tune_gemm = 1;
@@ -768,6 +832,9 @@ static void parse_options(int argc, char **argv, options *o)
         } else if (strcmp(a, "--reps") == 0) {
             o->reps = atoi(v);
             bad = o->reps < 1 || o->reps > 100000;
+        } else if (strcmp(a, "--rounds") == 0) {
+            o->rounds = atoi(v);
+            bad = o->rounds < 1 || o->rounds > MAX_ROUNDS;
         } else if (strcmp(a, "--warmup") == 0) {
             o->warmup = atoi(v);
             bad = o->warmup < 0;
@@ -858,7 +925,7 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaStreamCreateWithFlags(&b.stream, cudaStreamNonBlocking));
     bench_timer_init(&b.timer, b.stream, (size_t)prop.l2CacheSize, o->reps);
     b.timer.clean = o->clean_flush;
-    b.ms = xmalloc((size_t)o->reps * sizeof(double));
+    b.ms = xmalloc((size_t)MAX_METHODS * o->rounds * o->reps * sizeof(double));
 
     bench_meta meta;
     memset(&meta, 0, sizeof meta);
@@ -871,6 +938,7 @@ int main(int argc, char **argv)
     meta.l2_bytes = (size_t)prop.l2CacheSize;
     meta.mem_bytes = prop.totalGlobalMem;
     meta.reps = o->reps;
+    meta.rounds = o->rounds;
     meta.warmup = o->warmup;
     meta.drafts_per_request = o->drafts;
     meta.gemm_mode = o->tune_gemm ? "cuBLASLt bf16 x bf16 -> bf16, fp32 accumulation, fastest "
@@ -908,14 +976,15 @@ int main(int argc, char **argv)
                    (o->do_argmax ? COUNT(k_argmax_methods) : 0);
     configs = (long)o->nshapes * ((long)o->nrows * per_rows +
                                   (o->do_verify ? (long)o->nrequests * COUNT(k_verify_methods) : 0));
-    calls = configs * (o->reps + o->warmup);
+    calls = configs * ((long)o->rounds * o->reps + o->warmup + o->rounds - 1);
     printf("flashspec %d benchmark on %s (%d SMs, L2 %zu MiB, sm_%d%d)\n", fs_version(), prop.name,
            prop.multiProcessorCount, meta.l2_bytes >> 20, prop.major, prop.minor);
     printf("CUDA runtime %d, driver %d, cuBLASLt %zu; GEMM: %s\n", meta.cuda_runtime,
            meta.cuda_driver, meta.cublaslt_version, meta.gemm_mode);
-    printf("copy bandwidth %.1f GB/s (D2D %zu MiB, read + write bytes); reps %d (median), "
+    printf("copy bandwidth %.1f GB/s (D2D %zu MiB, read + write bytes); methods alternated in "
+           "%d rounds of %d calls (median of all; rounds: lowest-highest round median), "
            "warm-up %d, L2 flushed (%zu MiB memset%s) before every call\n",
-           b.copy_gbps, o->copy_mib, o->reps, o->warmup, b.timer.flush_bytes >> 20,
+           b.copy_gbps, o->copy_mib, o->rounds, o->reps, o->warmup, b.timer.flush_bytes >> 20,
            o->clean_flush ? ", then read back: clean" : ", left dirty");
     printf("temperature 1.0; logits bf16; %d greedy drafts per request (the target argmax)\n",
            o->drafts);

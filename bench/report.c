@@ -20,9 +20,9 @@ static double ratio(double a, double b) { return b > 0.0 ? a / b : NAN; }
 
 void report_table_header(FILE *f)
 {
-    fprintf(f, "%-7s %-30s %7s %5s %5s %4s %10s %8s %8s %7s %-6s %s\n", "family", "method", "V",
-            "D", "rows", "req", "median_ms", "x_matmul", "x_bound", "%floor", "target",
-            "check");
+    fprintf(f, "%-7s %-30s %7s %5s %5s %4s %10s %17s %8s %8s %7s %-6s %s\n", "family", "method",
+            "V", "D", "rows", "req", "median_ms", "rounds_lo-hi", "x_matmul", "x_bound",
+            "%floor", "target", "check");
 }
 
 void report_table_row(FILE *f, const bench_row *r)
@@ -34,9 +34,11 @@ void report_table_row(FILE *f, const bench_row *r)
         fflush(f);
         return;
     }
-    fprintf(f, "%-7s %-30s %7lld %5lld %5lld %4lld %10.4f %8.3f %8.3f %6.1f%% %-6s %s\n",
+    char rounds[40]; /* one whitespace-free column: the table is read back by field */
+    snprintf(rounds, sizeof rounds, "%.4f-%.4f", r->round_lo_ms, r->round_hi_ms);
+    fprintf(f, "%-7s %-30s %7lld %5lld %5lld %4lld %10.4f %17s %8.3f %8.3f %6.1f%% %-6s %s\n",
             r->family, r->method, (long long)r->vocab, (long long)r->dim, (long long)r->rows,
-            (long long)r->requests, r->median_ms, ratio(r->median_ms, r->matmul_ms),
+            (long long)r->requests, r->median_ms, rounds, ratio(r->median_ms, r->matmul_ms),
             ratio(r->median_ms, row_bound_ms(r)), 100.0 * ratio(r->floor_ms, r->median_ms),
             row_target(r), r->check);
     fflush(f);
@@ -62,7 +64,8 @@ int report_write_csv(const char *path, const bench_row *rows, int n)
         return -1;
     }
     fprintf(f, "family,method,fused,V,D,rows,requests,median_ms,min_ms,p90_ms,matmul_ms,"
-               "floor_ms,bound_ms,ratio_matmul,ratio_bound,floor_pct,target,check,note\n");
+               "floor_ms,bound_ms,ratio_matmul,ratio_bound,floor_pct,target,check,note,rounds,"
+               "round_lo_ms,round_hi_ms\n");
     for (int i = 0; i < n; ++i) {
         const bench_row *r = &rows[i];
         fprintf(f, "%s,%s,%d,%lld,%lld,%lld,%lld,", r->family, r->method, r->fused,
@@ -83,7 +86,10 @@ int report_write_csv(const char *path, const bench_row *rows, int n)
         csv_str(f, r->check);
         fputc(',', f);
         csv_str(f, r->note);
-        fputc('\n', f);
+        if (r->valid)
+            fprintf(f, ",%d,%.6f,%.6f\n", r->rounds, r->round_lo_ms, r->round_hi_ms);
+        else
+            fprintf(f, ",,,\n");
     }
     if (fclose(f) != 0) {
         fprintf(stderr, "error writing %s\n", path);
@@ -129,10 +135,11 @@ int report_write_json(const char *path, const bench_meta *m, const bench_row *ro
             m->sm_count, m->cc_major, m->cc_minor, m->l2_bytes, m->mem_bytes);
     fprintf(f, "  \"copy_bandwidth_gbps\": ");
     json_num(f, m->copy_gbps);
-    fprintf(f, ",\n  \"method\": {\"reps\": %d, \"warmup\": %d, \"statistic\": \"median\", "
+    fprintf(f, ",\n  \"method\": {\"rounds\": %d, \"reps_per_round\": %d, \"warmup\": %d, "
+               "\"statistic\": \"median of every round's calls; methods alternated in rounds\", "
                "\"l2_flush\": \"memset of 2 x L2 between reps\", \"timer\": \"cuda events\", "
                "\"gemm\": ",
-            m->reps, m->warmup);
+            m->rounds, m->reps, m->warmup);
     json_str(f, m->gemm_mode);
     fprintf(f, ", \"logits_dtype\": \"bf16 (fp32 accumulation)\", \"temperature\": 1.0, "
                "\"drafts_per_request\": %d, \"target_ratio\": %.2f},\n",
@@ -154,6 +161,10 @@ int report_write_json(const char *path, const bench_meta *m, const bench_row *ro
         json_num(f, r->valid ? r->min_ms : NAN);
         fprintf(f, ", \"p90_ms\": ");
         json_num(f, r->valid ? r->p90_ms : NAN);
+        fprintf(f, ", \"round_lo_ms\": ");
+        json_num(f, r->valid ? r->round_lo_ms : NAN);
+        fprintf(f, ", \"round_hi_ms\": ");
+        json_num(f, r->valid ? r->round_hi_ms : NAN);
         fprintf(f, ", \"matmul_ms\": ");
         json_num(f, r->matmul_ms > 0 ? r->matmul_ms : NAN);
         fprintf(f, ", \"floor_ms\": ");

@@ -16,7 +16,9 @@ typedef struct bench_row {
     int64_t rows;      /* rows of the GEMM (verify: target rows) */
     int64_t requests;  /* verify: requests; else 0 */
     int valid;         /* 0: not measured (see note) */
-    double median_ms, min_ms, p90_ms;
+    double median_ms, min_ms, p90_ms; /* over every round's calls */
+    int rounds;                        /* rounds the methods alternated in */
+    double round_lo_ms, round_hi_ms;   /* the lowest and highest round median */
     double matmul_ms;  /* cuBLAS matmul alone at the same rows (0 if unknown) */
     double floor_ms;   /* V * D * 2 bytes / measured bandwidth */
     char check[96];    /* correctness cross-check of the outputs */
@@ -28,7 +30,7 @@ typedef struct bench_meta {
     int sm_count, cc_major, cc_minor;
     size_t l2_bytes, mem_bytes;
     double copy_gbps;   /* read + write bytes per second of a large D2D copy */
-    int reps, warmup, drafts_per_request;
+    int reps, rounds, warmup, drafts_per_request;
     const char *gemm_mode;
     int cuda_runtime, cuda_driver, flashspec_version;
     size_t cublaslt_version;

@@ -26,7 +26,7 @@ mkdir -p "$OUT"
 
 # one line of (method rows median x_bound) per fused op and matmul row
 summary() {
-  grep -E '^(sample|argmax|verify) +(fs_|cublas_matmul)' "$1" | awk '{print $2,$5,$7,$9}' | paste -sd' '
+  grep -E '^(sample|argmax|verify) +(fs_|cublas_matmul)' "$1" | awk '{print $2,$5,$7,$10}' | paste -sd' '
 }
 
 status=0

@@ -24,8 +24,10 @@ def parse(name, methods):
         if f[1] == "cublas_matmul" and f[0] != "sample" and f[0] != "verify":
             continue
         try:
-            med, floor_pct = float(f[6]), float(f[9].rstrip("%"))
-        except ValueError:
+            # %floor: the first field ending in '%' (a rounds column may precede it)
+            med = float(f[6])
+            floor_pct = float(next(x for x in f[7:] if x.endswith("%")).rstrip("%"))
+        except (ValueError, StopIteration):
             continue
         out.setdefault((f"{f[2]}x{f[3]}", f[1], int(f[4])), (med, 100.0 / floor_pct))
     return out
