@@ -249,6 +249,7 @@ cudaError_t fs_launch_fused_scan(fs_context *ctx, const fs_op_args *a, fs_scan_a
         fs_hopper_opts o = {};
         o.rows_min = ctx->hopper_rows_min;
         o.no_multicast = ctx->hopper_no_multicast;
+        o.odd_pairs = ctx->hopper_odd_pairs;
         o.row_block = ctx->hopper_row_block;
         o.jobs = ctx->hopper_rows_jobs;
         o.argmax_only = a->op == FS_OP_ARGMAX;

@@ -518,7 +518,7 @@ struct RowsKnobs {
 static RowsKnobs rows_knobs(int64_t rows, const fs_hopper_opts *opts)
 {
     /* the row block resolved here: the automatic choice depends on the op */
-    return {!(opts && opts->no_multicast),
+    return {opts && opts->no_multicast ? 0 : opts && opts->odd_pairs ? 2 : 1,
             fs_hopper_rows_block(rows, opts ? opts->row_block : 0, opts && opts->argmax_only),
             opts ? opts->jobs : 0};
 }

@@ -53,6 +53,8 @@ typedef struct fs_hopper_opts {
     int kernel;               /* enum fs_hopper_kernel (TILE is honoured up to 160 rows) */
     int64_t rows_min;         /* FS_HOPPER_AUTO: rows kernel from this many rows; 0 = default */
     int no_multicast;         /* rows kernel: no 2-CTA clusters (A/B runs) */
+    int odd_pairs;            /* rows kernel: an odd count of row blocks (3+) in 2-CTA
+                                 clusters, all but the last block sharing W */
     int row_block;            /* rows kernel: rows per CTA, 128 or 192; 0 = automatic
                                  (fs_hopper_rows_block) */
     int jobs;                 /* rows kernel: (row block, slot) jobs a CTA runs; 0 =

@@ -34,7 +34,8 @@
  *              with an even count, pairs of them form clusters and each CTA
  *              of a pair loads one 128-token W box of a step for both (TMA
  *              multicast: W read from L2 once per pair), releasing a stage
- *              to both producers.
+ *              to both producers; an odd count of 3+ pairs all but its last
+ *              block (cta_job).
  *   pipeline   4 stages of { W 256 x 64 (two 128-row TMA boxes; one for a half
  *              tile), H 128 x 64 } (192-row shape: 5 of { W 128 x 64, H 192 x
  *              64 }), 128-byte swizzle, full/empty mbarriers.  No H box
@@ -148,6 +149,7 @@ struct Args {
     int n_rb, slots, units, kblocks, tail_on;
     int tile_slots; /* slot_range's split: 0 balanced in units, 1 in tiles (jobs) */
     int exact_h_bytes; /* H bytes a step of the last row block's exact box (tms) */
+    int odd_pairs;     /* an odd n_rb in 2-CTA clusters (cta_job): the last row block unshared */
     fs_tail_args tail;
     /* tree verify only (the TREE kernels; tree_scan.cuh): the rows' children
        and the children's scores [rows][FS_TREE_MAX_CHILDREN] */
@@ -189,6 +191,27 @@ __host__ __device__ __forceinline__ Job job_of(int job, int n_rb, int slots, int
     j.rb = job % n_rb;
     j.slot = job / n_rb;
     slot_range(j.slot, slots, units, by_tile, upt, &j.u0, &j.u1);
+    j.n_tiles = (j.u1 - j.u0 + upt - 1) / upt;
+    return j;
+}
+
+/* The job of CTA c when the launch runs one job a CTA.  odd = false: job c.
+ * odd = true, an odd count of row blocks in 2-CTA clusters (a launch has
+ * one cluster shape): CTAs [0, P), P = slots (n_rb - 1), run the pairs of
+ * row blocks 0 .. n_rb - 2 of slot c / (n_rb - 1), which share W as the
+ * pairs of an even count do; CTA P + s runs the last row block of slot s,
+ * in a cluster with slot s +- 1's (slots is even) that shares nothing: it
+ * loads its own W and releases its stages to itself. */
+__host__ __device__ __forceinline__ Job cta_job(int c, int n_rb, int slots, int units, int upt,
+                                                bool odd)
+{
+    if (!odd)
+        return job_of(c, n_rb, slots, units, 0, upt);
+    const int pr = n_rb - 1, P = slots * pr;
+    Job j;
+    j.rb = c < P ? c % pr : pr;
+    j.slot = c < P ? c / pr : c - P;
+    slot_range(j.slot, slots, units, 0, upt, &j.u0, &j.u1);
     j.n_tiles = (j.u1 - j.u0 + upt - 1) / upt;
     return j;
 }
@@ -252,13 +275,14 @@ constexpr int BAR_TAIL = 2;
 
 /* Producer side of the pipeline, run by thread 0: step i of a job (tile
  * i / KB, k-block i % KB) into stage st.  In a cluster of CL > 1 row blocks
- * (CTA rank = row block % CL) rank r < nu loads W box r for every CTA of the
- * cluster. */
+ * that share W (CTA rank = row block % CL) rank r < nu loads W box r for
+ * every CTA of the cluster; a CTA that shares nothing (cta_job) loads its
+ * own. */
 template <int NWG, int CL>
 __device__ __forceinline__ void issue_step(int i, int st, const CUtensorMap *tmw,
                                            const CUtensorMap *tmh, const CUtensorMap *tms,
                                            uint32_t sW, uint32_t sH, uint32_t full, int rb, int u0,
-                                           int u1, int live, const Args &a)
+                                           int u1, int live, bool shared, const Args &a)
 {
     /* a W unit is read by the n_rb CTAs of its slot, about together; even
        with one row block evict_normal beats evict_first (see scan_hopper.cu);
@@ -276,7 +300,7 @@ __device__ __forceinline__ void issue_step(int i, int st, const CUtensorMap *tmw
                         : live == 0 ? a.exact_h_bytes
                                     : live * HS_BYTES;
     mbar_expect_tx(full, (uint32_t)(nu * WU_BYTES + h_bytes));
-    if (CL == 1) {
+    if (CL == 1 || !shared) {
         for (int i = 0; i < nu; ++i)
             tma_load_2d(sW + st * S::W_BYTES + i * WU_BYTES, tmw, kb * BK, (u + i) * UNIT, full,
                         pol_w);
@@ -339,12 +363,17 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
        few registers (there its 64-bit arithmetic spilled); several: each
        worked out where it starts (kept across the loops, they spilled in
        the consumers) */
-    const Job first = job(blockIdx.x);
+    const Job first = MULTI ? job(blockIdx.x)
+                            : cta_job(blockIdx.x, a.n_rb, a.slots, a.units, S::UPT,
+                                      CL > 1 && a.odd_pairs);
     const int first_live = live_of(first.rb);
+    /* the cluster shares W (multicast, stages released by every CTA): all
+       but the last row block of an odd count (cta_job; one job a CTA) */
+    const bool shared = CL > 1 && (MULTI || !(a.odd_pairs && first.rb == a.n_rb - 1));
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(FSHR_FULL(s), 1);
-            mbar_init(FSHR_EMPTY(s), NCW * CL); /* every warp of the cluster */
+            mbar_init(FSHR_EMPTY(s), NCW * (shared ? CL : 1)); /* every warp of the cluster */
         }
         mbar_init(FSHR_NOISE_FULL, NOISE_THREADS);
         /* every reader arrives: an arrive releases only its own thread's
@@ -377,7 +406,7 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
                     if (j >= STAGES) /* step j - STAGES released by every warp of the cluster */
                         mbar_wait(FSHR_EMPTY(s), (uint32_t)(j / STAGES - 1) & 1u);
                     issue_step<NWG, CL>(i, s, &tmw, &tmh, &tms, sW, sH, FSHR_FULL(s), q.rb, q.u0,
-                                        q.u1, live, a);
+                                        q.u1, live, shared, a);
                 }
                 if (!more(jb))
                     break;
@@ -431,10 +460,11 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
         const int ps = i % STAGES;
         if (lane == 0) {
             mbar_arrive(FSHR_EMPTY(ps));
+            if (shared)
 #pragma unroll
-            for (int r = 1; r < CL; ++r)
-                mbar_arrive_cluster(FSHR_EMPTY(ps),
-                                    (uint32_t)(((MULTI ? (int)blockIdx.x : first.rb) + r) % CL));
+                for (int r = 1; r < CL; ++r)
+                    mbar_arrive_cluster(FSHR_EMPTY(ps),
+                                        (uint32_t)(((MULTI ? (int)blockIdx.x : first.rb) + r) % CL));
         }
         __syncwarp();
     };
@@ -610,10 +640,11 @@ cudaError_t launch_shape(bool bf16, int cl, Epi epi, bool multi, fs_pdl_config &
  * their count is even: W is then read from L2 once per pair instead of once
  * per row block (200 - 256 rows: 5-20% faster).  Three row blocks (257 -
  * 384 rows) gained nothing in clusters of 3, of which only 39 fit at once
- * (117 SMs). */
+ * (117 SMs).  multicast 2: an odd count of 3 or more pairs all but its last
+ * row block (cta_job). */
 int cluster_size(int64_t n_rb, int multicast)
 {
-    return multicast && n_rb % 2 == 0 ? 2 : 1;
+    return (multicast && n_rb % 2 == 0) || (multicast == 2 && n_rb >= 3) ? 2 : 1;
 }
 
 /* 2-CTA clusters of shape NWG the current device holds at once (0: unknown),
@@ -658,6 +689,7 @@ struct Plan {
     int by_tile;
     int br, upt, cl;
     int64_t n_rb, units;
+    int odd; /* an odd n_rb in clusters: one job a CTA, laid out by cta_job */
 };
 
 /* A job's cost beside its tiles', in tiles: its descriptors, records and the
@@ -697,7 +729,9 @@ Plan rows_plan(int64_t V_local, int64_t rows, int sm_count, int multicast, int r
     const int upt = br == Shape<3>::BR ? Shape<3>::UPT : Shape<2>::UPT;
     const int64_t units = (V_local + UNIT - 1) / UNIT;
     const int64_t n_rb = row_blocks(rows, br);
-    const int cl = cluster_size(n_rb, multicast);
+    /* an odd count pairs its blocks in the one-job layout only (cta_job) */
+    const int cl = cluster_size(n_rb, jobs > 1 && n_rb % 2 ? 1 : multicast);
+    const int odd = cl == 2 && n_rb % 2 != 0;
     int64_t ctas = sm_count;
     if (cl == 2) {
         const int mc = br == Shape<3>::BR ? max_clusters_2<3>() : max_clusters_2<2>();
@@ -706,8 +740,13 @@ Plan rows_plan(int64_t V_local, int64_t rows, int sm_count, int multicast, int r
     }
     int64_t slots = ctas / n_rb;
     slots = slots < 1 ? 1 : slots < units ? slots : units;
-    Plan best = {slots, slots * n_rb, 0, br, upt, cl, n_rb, units};
-    if (jobs == 1 || br == Shape<3>::BR || units > INT32_MAX || n_rb > INT32_MAX ||
+    if (odd) { /* the last row blocks pair across slots */
+        slots -= slots % 2;
+        if (slots < 2)
+            return rows_plan(V_local, rows, sm_count, 1, br, jobs);
+    }
+    Plan best = {slots, slots * n_rb, 0, br, upt, cl, n_rb, units, odd};
+    if (odd || jobs == 1 || br == Shape<3>::BR || units > INT32_MAX || n_rb > INT32_MAX ||
         (jobs == 0 && n_rb < 4))
         return best; /* the 192-row shape: one job a CTA (launch_shape) */
     /* The candidates' costs walk every job (~5.5 us on the host at 4+ row
@@ -813,6 +852,24 @@ extern "C" int fs_hopper_rows_plan_check(int64_t V_local, int64_t rows, int sm_c
     std::vector<int> seen((size_t)n_rb * (size_t)units, 0);
     for (int64_t c = 0; c < p.grid; ++c) {
         int64_t tiles = 0;
+        if (p.odd) { /* one job a CTA (cta_job) */
+            if (p.by_tile || p.grid != n_jobs || p.slots % 2)
+                return -1;
+            const Job q = cta_job((int)c, n_rb, (int)p.slots, units, upt, true);
+            const Job o = cta_job((int)(c ^ 1), n_rb, (int)p.slots, units, upt, true);
+            if (q.u0 < 0 || q.u1 > units || q.u0 > q.u1 || q.rb < 0 || q.rb >= n_rb ||
+                q.slot < 0 || q.slot >= p.slots)
+                return -1;
+            for (int u = q.u0; u < q.u1; ++u)
+                ++seen[(size_t)q.rb * (size_t)units + (size_t)u];
+            /* peers: a pair of a slot, or both last row blocks */
+            const bool lone = q.rb == n_rb - 1;
+            if (lone ? o.rb != q.rb
+                     : o.slot != q.slot || q.rb % 2 != (int)(c % 2) || o.rb != (q.rb ^ 1))
+                return -1;
+            *max_tiles = q.n_tiles > *max_tiles ? q.n_tiles : *max_tiles;
+            continue;
+        }
         for (int64_t jb = c; jb < n_jobs; jb += p.grid) {
             const Job q = job_of((int)jb, n_rb, (int)p.slots, units, p.by_tile, upt);
             if (q.u0 < 0 || q.u1 > units || q.u0 > q.u1)
@@ -861,6 +918,7 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
     a.slots = (int)slots;
     a.units = (int)units;
     a.tile_slots = p.by_tile;
+    a.odd_pairs = p.odd;
     const int last_rows = (int)(rows - (n_rb - 1) * br);
     a.exact_h_bytes = last_rows * BK * 2;
     a.tree_rows = tree_rows;

@@ -65,6 +65,7 @@ struct fs_context {
     int hopper; /* use the sm_90a TMA + wgmma scan where the shape allows */
     int64_t hopper_rows_min; /* rows from which the rows-as-M Hopper kernel runs; 0 = its default */
     int hopper_no_multicast; /* the rows kernel runs without 2-CTA clusters */
+    int hopper_odd_pairs;    /* the rows kernel pairs an odd count of row blocks */
     int hopper_row_block;    /* the rows kernel's rows per CTA (128 / 192); 0: automatic */
     int hopper_rows_jobs;    /* the rows kernel's jobs per CTA; 0: automatic */
     int64_t tail_rows_max;   /* the Hopper scan's last CTA ends ops of up to this many rows;

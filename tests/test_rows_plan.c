@@ -46,7 +46,7 @@ static void test_coverage(void **state)
     for (size_t v = 0; v < sizeof vs / sizeof vs[0]; ++v)
         for (size_t r = 0; r < sizeof rows / sizeof rows[0]; ++r)
             for (size_t s = 0; s < sizeof sms / sizeof sms[0]; ++s)
-                for (int mc = 0; mc < 2; ++mc)
+                for (int mc = 0; mc < 3; ++mc)
                     for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; ++b)
                         for (size_t j = 0; j < sizeof jobs / sizeof jobs[0]; ++j)
                             (void)plan_ok(vs[v], rows[r], sms[s], mc, blocks[b], jobs[j]);
@@ -75,6 +75,36 @@ static void test_jobs_where_they_pay(void **state)
     const plan_t ta = plan_ok(128256, 2112, 132, 0, 128, 0);
     assert_true(ta.max_tiles < t1.max_tiles);
     assert_int_equal(ta.grid, 132);
+}
+
+/* An odd count of row blocks in 2-CTA clusters (multicast 2): one job a
+ * CTA, an even number of slots (their last row blocks pair across slots),
+ * and the plan check walks the layout (pairs of a slot, then the last
+ * blocks).  Below 3 blocks, or where fewer than 2 slots fit, unclustered. */
+static void test_odd_pairs(void **state)
+{
+    (void)state;
+    static const struct {
+        int64_t rows;
+        int block, sms;
+        int64_t slots, grid;
+    } cs[] = {
+        {320, 128, 132, 44, 132}, {640, 128, 132, 26, 130}, {896, 128, 132, 18, 126},
+        {528, 192, 132, 44, 132}, {960, 192, 132, 26, 130}, {320, 128, 114, 38, 114},
+        {640, 128, 114, 22, 110}, {640, 128, 78, 14, 70},   {320, 128, 99, 32, 96},
+        {320, 128, 4, 1, 3},      {160, 192, 132, 132, 132},
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; ++i) {
+        const plan_t p = plan_ok(151936, cs[i].rows, cs[i].sms, 2, cs[i].block, 0);
+        if (p.slots != cs[i].slots || p.grid != cs[i].grid)
+            fprintf(stderr, "rows %lld block %d sms %d: %lld slots %lld CTAs\n",
+                    (long long)cs[i].rows, cs[i].block, cs[i].sms, (long long)p.slots,
+                    (long long)p.grid);
+        assert_int_equal(p.slots, cs[i].slots);
+        assert_int_equal(p.grid, cs[i].grid);
+        /* several jobs forced: no odd layout, unclustered */
+        (void)plan_ok(151936, cs[i].rows, cs[i].sms, 2, cs[i].block, 2);
+    }
 }
 
 /* Where one job a CTA already fills the SMs evenly, or below four row
@@ -137,6 +167,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_coverage),
         cmocka_unit_test(test_jobs_where_they_pay),
+        cmocka_unit_test(test_odd_pairs),
         cmocka_unit_test(test_one_job_elsewhere),
         cmocka_unit_test(test_row_block_choice),
         cmocka_unit_test(test_refusals),
