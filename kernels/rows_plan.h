@@ -12,10 +12,11 @@ extern "C" {
 
 /* Rows per CTA (row block) for `rows` rows: `requested` when it is 128 or
  * 192; else 192 for 129-192 rows (one block instead of two of 128) and,
- * past 256 rows, where 192-row blocks pad fewer rows without losing the
- * clusters of an even block count, or pad as many and gain them (for draft
- * argmax, argmax_only, not at 257-384 rows); 128 otherwise.  The measured
- * reasons are in the definition. */
+ * past 256 rows, where 192-row blocks pad fewer rows (but not an odd count
+ * against an even one of 10+ 128-row blocks), or pad as many in an even
+ * count (every block paired in a cluster) where 128-row blocks leave one
+ * unpaired (for draft argmax, argmax_only, not at 257-384 rows); 128
+ * otherwise.  The measured reasons are in the definition. */
 int fs_hopper_rows_block(int64_t rows, int requested, int argmax_only);
 
 /* Plans the rows kernel's launch for these arguments (as

@@ -788,23 +788,29 @@ Plan rows_plan(int64_t V_local, int64_t rows, int sm_count, int multicast, int r
 
 } // namespace fshr
 
-/* Past 256 rows the shapes differ in the rows they pad and in their
- * clusters (pairs of row blocks, so only for an even block count), and
- * sampling costs the 192-row CTA less over its argmax (4-9%) than the
- * 128-row CTA (12-28%): somewhat for its shorter epilogue a warp (12
- * consumer warps of 32 tokens a row and tile against 8 of 64; 704 rows,
- * both clustered: 9% against 13%), mostly because unclustered row blocks
- * drift apart under the sampling epilogue and read W from DRAM again (264
- * rows on 128256 x 8192: 1.69 W in three 128-row blocks, 1.00 in the
+/* Past 256 rows the shapes differ in the rows they pad and in how their
+ * row blocks pair in clusters (an even count pairs every block, an odd
+ * count of 3+ all but its last: cluster_size, cta_job), and sampling costs
+ * the 192-row CTA less over its argmax (4-9%) than the 128-row CTA
+ * (12-28%): somewhat for its shorter epilogue a warp (12 consumer warps of
+ * 32 tokens a row and tile against 8 of 64; 704 rows, both paired: 9%
+ * against 13%), mostly because an unpaired row block drifts away from its
+ * slot under the sampling epilogue and reads W from DRAM again (264 rows on
+ * 128256 x 8192: 1.69 W in three unclustered 128-row blocks, 1.00 in the
  * 192-row pair; argmax does not drift).  Measured against 128-row blocks
- * (SM cycles, both default shapes; bench/results/2026-11-25-h100-rows-192/):
- * fewer rows padded, 528-576 rows (576 vs 640), sample 6-9% and argmax 0-3% fewer;
- * but 960 rows (960 in 5 unclustered blocks vs 1024 in 8 clustered) 3-7%
- * more.  As many rows, the 192-row blocks clustered and the 128-row ones
- * not: 1100-1152 rows 0-6% fewer; 257-384 rows (two blocks against three)
- * sample and verify up to 12% fewer at 264-288 rows and within 4% either
- * way at 320-384, draft argmax 0-8% more.  Both clustered (704 rows) or
- * neither: 128. */
+ * (SM cycles, both default shapes): fewer rows padded, 528-576 rows (576 vs
+ * 640), sample 6-9% and argmax 0-3% fewer (bench/results/2026-11-25-h100-
+ * rows-192/); 960 rows (five blocks, four paired, against eight padded to
+ * 1024) sample 4.6% fewer and argmax even (2026-11-25-h100-odd-pairs/
+ * rows-block/; 3-7% more before odd counts paired).  As many rows, every
+ * 192-row block paired and one 128-row block not: 1100-1152 rows 0-6%
+ * fewer; 257-384 rows (two blocks against three) sample and verify 3-11%
+ * fewer at 288-384 rows, draft argmax 3-8% more.  Both even (704 rows):
+ * 128.  Fewer rows padded but an odd 192-row count against an even 128-row
+ * count of 10+ (1665-1728 rows, ...): 128, whose several jobs a CTA fill
+ * every SM where one 192-row job a CTA leaves some idle (1700 rows: 14 x 128
+ * on 132 CTAs against 9 x 192 on 126; sample 0.4-2% and argmax 3.5-6.7%
+ * fewer cycles). */
 extern "C" int fs_hopper_rows_block(int64_t rows, int requested, int argmax_only)
 {
     using fshr::Shape;
@@ -819,7 +825,7 @@ extern "C" int fs_hopper_rows_block(int64_t rows, int requested, int argmax_only
     const int64_t pad2 = n2 * Shape<2>::BR, pad3 = n3 * Shape<3>::BR;
     const bool pairs2 = n2 % 2 == 0, pairs3 = n3 % 2 == 0;
     if (pad3 < pad2)
-        return pairs2 && !pairs3 ? Shape<2>::BR : Shape<3>::BR;
+        return pairs2 && !pairs3 && n2 >= 10 ? Shape<2>::BR : Shape<3>::BR;
     if (pad3 == pad2 && pairs3 && !pairs2 && (!argmax_only || n2 > 3))
         return Shape<3>::BR;
     return Shape<2>::BR;
