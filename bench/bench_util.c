@@ -56,12 +56,6 @@ void bu_parse_args(int argc, char **argv, const bu_list_opt *lists, int nlists, 
         *rounds = max_samples / *reps > 0 ? max_samples / *reps : 1;
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 int bu_time_rounds(bench_timer *t, int nmethods, const char *const *names, int *method,
                    bench_op_fn run, void *arg, int rounds, int reps, double *samples,
                    double *med)
@@ -76,7 +70,7 @@ int bu_time_rounds(bench_timer *t, int nmethods, const char *const *names, int *
                 return -1;
         }
     for (int m = 0; m < nmethods; ++m) {
-        qsort(samples + (size_t)m * per, (size_t)per, sizeof(double), cmp_d);
+        bench_sort_ms(samples + (size_t)m * per, per);
         med[m] = bench_quantile(samples + (size_t)m * per, per, 0.5);
     }
     return 0;

@@ -422,12 +422,6 @@ static void check_verify(bench *b, const method *m, bench_row *r)
     }
 }
 
-static int cmp_ms(const void *x, const void *y)
-{
-    const double a = *(const double *)x, c = *(const double *)y;
-    return a < c ? -1 : a > c;
-}
-
 /* ---- one configuration ------------------------------------------------ */
 
 /* Times every method of one configuration (shape and rows) alternated in
@@ -521,7 +515,7 @@ static void run_config(bench *b, const method *const *list, int n)
         if (!live[i])
             continue;
         double *s = b->ms + (size_t)i * per;
-        qsort(s, (size_t)per, sizeof *s, cmp_ms);
+        bench_sort_ms(s, per);
         r->valid = 1;
         r->median_ms = bench_quantile(s, per, 0.5);
         r->min_ms = s[0];

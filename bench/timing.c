@@ -47,6 +47,11 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+void bench_sort_ms(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+}
+
 static void flush_l2(bench_timer *t, int i)
 {
     CUDA_CHECK(cudaMemsetAsync(t->flush, i & 0xff, t->flush_bytes, t->stream));
@@ -82,7 +87,7 @@ int bench_time(bench_timer *t, bench_op_fn op, void *arg, int warmup, int reps, 
         CUDA_CHECK(cudaEventElapsedTime(&ms, t->events[2 * i], t->events[2 * i + 1]));
         out_ms[i] = ms;
     }
-    qsort(out_ms, (size_t)reps, sizeof *out_ms, cmp_double);
+    bench_sort_ms(out_ms, reps);
     return 0;
 }
 
@@ -124,7 +129,7 @@ double bench_copy_bandwidth(cudaStream_t stream, size_t bytes, int reps)
         CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
         ms[i] = t;
     }
-    qsort(ms, (size_t)reps, sizeof *ms, cmp_double);
+    bench_sort_ms(ms, reps);
     double med = bench_quantile(ms, reps, 0.5);
     CUDA_CHECK(cudaEventDestroy(e0));
     CUDA_CHECK(cudaEventDestroy(e1));

@@ -41,6 +41,9 @@ int bench_time(bench_timer *t, bench_op_fn op, void *arg, int warmup, int reps, 
 /* Read `bytes` of buf on the stream (l2_read.cu). */
 void bench_l2_read(const void *buf, size_t bytes, cudaStream_t stream);
 
+/* Sorts n times (ms) ascending, for bench_quantile. */
+void bench_sort_ms(double *v, int n);
+
 /* q-quantile (0..1) of sorted values, linear interpolation; median = 0.5. */
 double bench_quantile(const double *sorted, int n, double q);
 

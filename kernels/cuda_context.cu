@@ -115,8 +115,7 @@ extern "C" fs_status fs_cuda_context_init(fs_context *ctx, int device_ordinal)
     /* FLASHSPEC_HOPPER_ODD_PAIRS=0: an odd count (3+) of the rows kernel's
        row blocks runs unclustered instead of pairing all but its last block
        (A/B runs) */
-    ctx->hopper_odd_pairs = !(getenv("FLASHSPEC_HOPPER_ODD_PAIRS") &&
-                              env_count("FLASHSPEC_HOPPER_ODD_PAIRS", 1) == 0);
+    ctx->hopper_odd_pairs = env_count("FLASHSPEC_HOPPER_ODD_PAIRS", 1) != 0;
     /* FLASHSPEC_HOPPER_ROW_BLOCK=128|192: the rows kernel's rows per CTA for
        every row count (A/B runs, tests); other values: automatic */
     ctx->hopper_row_block = (int)env_count("FLASHSPEC_HOPPER_ROW_BLOCK", 0);

@@ -855,39 +855,35 @@ extern "C" int fs_hopper_rows_plan_check(int64_t V_local, int64_t rows, int sm_c
         p.grid % cl != 0)
         return -1;
     const int64_t n_jobs = n_rb * p.slots;
+    /* odd: one job a CTA, an even slot count (cta_job) */
+    if (p.odd && (p.by_tile || p.grid != n_jobs || p.slots % 2))
+        return -1;
+    /* CTA c's job at step jb (its job jb, or with odd pairs its one job) */
+    auto job_at = [&](int64_t c, int64_t jb) {
+        return p.odd ? cta_job((int)c, n_rb, (int)p.slots, units, upt, true)
+                     : job_of((int)jb, n_rb, (int)p.slots, units, p.by_tile, upt);
+    };
     std::vector<int> seen((size_t)n_rb * (size_t)units, 0);
     for (int64_t c = 0; c < p.grid; ++c) {
         int64_t tiles = 0;
-        if (p.odd) { /* one job a CTA (cta_job) */
-            if (p.by_tile || p.grid != n_jobs || p.slots % 2)
-                return -1;
-            const Job q = cta_job((int)c, n_rb, (int)p.slots, units, upt, true);
-            const Job o = cta_job((int)(c ^ 1), n_rb, (int)p.slots, units, upt, true);
+        for (int64_t jb = c; jb < n_jobs; jb += p.grid) {
+            const Job q = job_at(c, jb);
             if (q.u0 < 0 || q.u1 > units || q.u0 > q.u1 || q.rb < 0 || q.rb >= n_rb ||
                 q.slot < 0 || q.slot >= p.slots)
                 return -1;
             for (int u = q.u0; u < q.u1; ++u)
                 ++seen[(size_t)q.rb * (size_t)units + (size_t)u];
-            /* peers: a pair of a slot, or both last row blocks */
-            const bool lone = q.rb == n_rb - 1;
-            if (lone ? o.rb != q.rb
-                     : o.slot != q.slot || q.rb % 2 != (int)(c % 2) || o.rb != (q.rb ^ 1))
-                return -1;
-            *max_tiles = q.n_tiles > *max_tiles ? q.n_tiles : *max_tiles;
-            continue;
-        }
-        for (int64_t jb = c; jb < n_jobs; jb += p.grid) {
-            const Job q = job_of((int)jb, n_rb, (int)p.slots, units, p.by_tile, upt);
-            if (q.u0 < 0 || q.u1 > units || q.u0 > q.u1)
-                return -1;
-            for (int u = q.u0; u < q.u1; ++u)
-                ++seen[(size_t)q.rb * (size_t)units + (size_t)u];
             tiles += q.n_tiles;
-            if (cl == 2) { /* the cluster's peers: same slot, row blocks 2c, 2c + 1 */
-                const bool first = c % 2 == 0;
-                const int64_t peer = first ? jb + 1 : jb - 1;
-                if (peer >= n_jobs || (int)(peer / n_rb) != q.slot ||
-                    q.rb % 2 != (first ? 0 : 1))
+            if (cl == 2) {
+                /* the cluster's peer, CTA c ^ 1 at the same step (grid is
+                   even): row blocks 2k, 2k + 1 of one slot, or with odd
+                   pairs both last row blocks */
+                if ((jb ^ 1) >= n_jobs)
+                    return -1;
+                const Job o = job_at(c ^ 1, jb ^ 1);
+                const bool lone = p.odd && q.rb == n_rb - 1;
+                if (lone ? o.rb != q.rb
+                         : o.slot != q.slot || q.rb % 2 != (int)(c % 2) || o.rb != (q.rb ^ 1))
                     return -1;
             }
         }
