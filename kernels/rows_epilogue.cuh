@@ -27,6 +27,10 @@
 #include "tree_record.h"
 
 namespace fshr {
+/* Tokens per unit of work: one W TMA box; a job is a range of units and a
+ * tile one or two of them (scan_hopper_rows.cu). */
+constexpr int UNIT = 128;
+
 /* A row that takes sampling noise: valid and not greedy.  The producer draws
  * noise for exactly these rows (noise_fill) and the consumers read it for
  * exactly these (RowState::noisy), so both ask here. */
@@ -35,12 +39,21 @@ __device__ __forceinline__ bool takes_noise(uint32_t flags)
     return (flags & (FS_ROWF_VALID | FS_ROWF_GREEDY)) == FS_ROWF_VALID;
 }
 
+/* A row's slot in shared memory: its descriptor and, in tree verify's
+ * kernels, which tiles of the job hold one of its children (tree_tile_mask)
+ * -- beside the descriptor, so that a row reaches it through the pointer it
+ * already holds, without another register. */
+struct RowSlot {
+    fs_row_desc d;
+    uint64_t tile_mask;
+};
+
 /* One row's state in one thread: its partial record (carried across the
  * CTA's tiles) and the pruning bar shared by the quad.  The descriptor stays
  * in shared memory: registers go to the accumulators. */
 struct RowState {
     fs_record rec;
-    const fs_row_desc *d; /* shared memory */
+    const fs_row_desc *d; /* shared memory: the first member of the row's RowSlot */
     int row;
     float bar; /* best key seen by the quad for this row: a block below it cannot win */
     /* row in range and FS_ROWF_VALID (a row out of range has flags 0): read
@@ -48,6 +61,10 @@ struct RowState {
     __device__ __forceinline__ int scan() const { return (d->flags & FS_ROWF_VALID) ? 1 : 0; }
     /* scan and not greedy */
     __device__ __forceinline__ int noisy() const { return takes_noise(d->flags) ? 1 : 0; }
+    __device__ __forceinline__ uint64_t tile_mask() const
+    {
+        return reinterpret_cast<const RowSlot *>(d)->tile_mask;
+    }
 };
 
 __device__ __forceinline__ float quad_max(float x)
@@ -67,22 +84,52 @@ __device__ __forceinline__ float ex2(float x)
     return y;
 }
 
+/* Tree verify: which tiles of a job hold one of the row's children.  The
+ * job covers units u0 .. u1 - 1 of the shard (UNIT tokens each, clipped to
+ * its V), in tiles of upt units from u0; bit (u % 64) is set when the tile
+ * whose first unit is u holds a child.  A job of more than 64 units wraps
+ * around, so a set bit may stand for several tiles -- some of them without
+ * a child, never the other way round.  Built once a job into the row's
+ * slot, so that in a tile without a child of the row the epilogue reads
+ * one word of shared memory (its bit found from the tile's start) where it
+ * read the row's children from global memory. */
+__device__ __forceinline__ uint64_t tree_tile_mask(const fs_tree_row *t, int64_t vocab_offset,
+                                                   int u0, int u1, int64_t V, int upt)
+{
+    const int64_t lo = (int64_t)u0 * UNIT, hi0 = (int64_t)u1 * UNIT, hi = hi0 < V ? hi0 : V;
+    uint64_t m = 0;
+    const int nc = t->num_children;
+    for (int k = 0; k < nc; ++k) {
+        const int64_t c = (int64_t)t->children[k] - vocab_offset;
+        if (c >= lo && c < hi) {
+            const int u = (int)(c / UNIT);
+            m |= 1ull << ((u0 + (u - u0) / upt * upt) & 63);
+        }
+    }
+    return m;
+}
+
 /* Tree verify (tree_scan.cuh): the children of the row's node that this
  * thread holds in this tile.  Each child's score goes to child_s (one
  * thread in the grid holds a given (row, child) token, so no merge), and an
  * excluded child leaves the accumulators for the record alone, like
  * verify's excluded token: it counts in the log-sum-exp and argmax, not in
- * the noise blocks.  Children are found by id per tile (a row has at most
- * FS_TREE_MAX_CHILDREN); the accumulators are read through select chains
+ * the noise blocks.  Only where the row's tile mask (tree_tile_mask; v0:
+ * the tile's first token in the shard) says it has a child here are its
+ * children looked up by id (a row has at most FS_TREE_MAX_CHILDREN).  The
+ * mask gates the loads, not the code: a branch around the rest (skipped
+ * where no row of the warp has a child) made ptxas spill 16-28 bytes in
+ * the 128-row kernels.  The accumulators are read through select chains
  * under a warp-uniform loop, as prepare's excluded token is, and only in
  * the tiles where some lane of the warp holds a child. */
 template <int HALF, int NA, class A>
-__device__ __forceinline__ void tree_children(RowState &r, float (&acc)[NA], int64_t g0, int ncols,
-                                              int gc, float it, const A &a)
+__device__ __forceinline__ void tree_children(RowState &r, float (&acc)[NA], int64_t v0, int64_t g0,
+                                              int ncols, int gc, float it, const A &a)
 {
     constexpr int NJ = NA / 4;
+    const bool tc = (r.tile_mask() >> (((uint32_t)v0 / UNIT) & 63u)) & 1u;
     const fs_tree_row *t = a.tree_rows + r.row;
-    const int nc = r.scan() ? t->num_children : 0;
+    const int nc = tc && r.scan() ? t->num_children : 0;
     uint32_t held = 0; /* bit k: this thread holds children[k] in this tile */
     for (int k = 0; k < nc; ++k) {
         const int64_t c = (int64_t)t->children[k] - g0;
@@ -189,7 +236,7 @@ __device__ __forceinline__ void prepare(RowState &r, float (&acc)[NA], int64_t v
             fs_record_push(&r.rec, r.d, (int32_t)(g0 + ix), fs_score(vx, 0.0f, it));
     }
     if (TREE)
-        tree_children<HALF, NA>(r, acc, g0, ncols, gc, it, a);
+        tree_children<HALF, NA>(r, acc, v0, g0, ncols, gc, it, a);
 }
 
 /* max that returns NaN when either input is NaN (fmaxf drops it): the

@@ -85,8 +85,7 @@ namespace fshr {
 
 using namespace fshp;
 
-constexpr int UNIT = 128; /* tokens per unit of work (one W TMA box) */
-constexpr int WG = 128;   /* threads per warpgroup */
+constexpr int WG = 128; /* threads per warpgroup; UNIT: rows_epilogue.cuh */
 
 /* The CTA's shape, by its number of consumer warpgroups NWG (64 rows each):
  *   2: 128 rows x 256-token tiles (any row count; 24 KB of W + H per 2^20
@@ -113,7 +112,7 @@ template <int NWG> struct Shape {
     static constexpr int STAGES = NWG == 2 ? 4 : FSHR_STAGES3;
     /* full / empty per stage, the tail flag, noise full / empty */
     static constexpr int BAR_BYTES = 2 * STAGES * 8 + 16 + 16;
-    static constexpr int DESC_BYTES = BR * (int)sizeof(fs_row_desc);
+    static constexpr int DESC_BYTES = BR * (int)sizeof(RowSlot);
     static constexpr int NBT = BV / FS_NOISE_BLOCK;       /* noise blocks a row in a tile */
     static constexpr int NOISE_BYTES = BR * NBT * 2 * 4; /* {Gumbel, uniform} per block */
     static constexpr int SMEM = 1024 + STAGES * STAGE_BYTES + BAR_BYTES + DESC_BYTES + NOISE_BYTES;
@@ -336,7 +335,7 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
     const uint32_t sBar = sbase + STAGES * STAGE_BYTES;
     unsigned int *tail_flag =
         reinterpret_cast<unsigned int *>(smem + STAGES * STAGE_BYTES + 2 * STAGES * 8);
-    fs_row_desc *s_desc = reinterpret_cast<fs_row_desc *>(smem + STAGES * STAGE_BYTES + BAR_BYTES);
+    RowSlot *s_desc = reinterpret_cast<RowSlot *>(smem + STAGES * STAGE_BYTES + BAR_BYTES);
     float4 *s_noise =
         reinterpret_cast<float4 *>(smem + STAGES * STAGE_BYTES + BAR_BYTES + DESC_BYTES);
 #define FSHR_FULL(s) (sBar + 8u * (uint32_t)(s))
@@ -476,14 +475,19 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
         if (ct < BR) {
             const int64_t row = slot_row(q.rb, ct, BR, a.rows, MULTI);
             if (row >= 0) {
-                s_desc[ct] = a.descs[row];
+                s_desc[ct].d = a.descs[row];
 #if FSHR_PROBE_NO_EXCL /* timing probe: rows without an excluded / selected token (verify: wrong results) */
-                s_desc[ct].excluded = -1;
-                s_desc[ct].selected = -1;
+                s_desc[ct].d.excluded = -1;
+                s_desc[ct].d.selected = -1;
 #endif
             } else {
-                s_desc[ct] = fs_row_desc_skip(); /* flags 0: scan() and noisy() false */
+                s_desc[ct].d = fs_row_desc_skip(); /* flags 0: scan() and noisy() false */
             }
+            if (TREE)
+                s_desc[ct].tile_mask =
+                    row >= 0 ? tree_tile_mask(a.tree_rows + row, a.vocab_offset, q.u0, q.u1, a.V,
+                                              S::UPT)
+                             : 0;
         }
         fs_named_bar(BAR_CONSUMERS, NCT);
         RowState r0, r1;
@@ -493,10 +497,10 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
                never used */
             const int64_t q0 = slot_row(q.rb, lr, BR, a.rows, MULTI);
             const int64_t q1 = slot_row(q.rb, lr + 8, BR, a.rows, MULTI);
-            row_init(r0, q0 >= 0 ? (int)q0 : 0, s_desc + lr);
+            row_init(r0, q0 >= 0 ? (int)q0 : 0, &s_desc[lr].d);
             own0 = q0 >= 0;
             own1 = q1 >= 0;
-            row_init(r1, q1 >= 0 ? (int)q1 : 0, s_desc + lr + 8);
+            row_init(r1, q1 >= 0 ? (int)q1 : 0, &s_desc[lr + 8].d);
         }
         /* zeroed after the descriptors' 64-bit row arithmetic: zeroed first,
            the 128 live accumulators made that spill */
