@@ -177,7 +177,7 @@ __global__ void fs_finalize_rows_kernel(int op, const fs_record *__restrict__ ro
                         out_row_status);
 }
 
-/* verify: one thread per request walks its n_r + 1 merged records. */
+/* verify: one warp per request walks its n_r + 1 merged records. */
 __global__ void fs_finalize_verify_kernel(const fs_record *__restrict__ row_recs,
                                           const fs_row_desc *__restrict__ descs,
                                           const int32_t *__restrict__ pre_status,
@@ -187,10 +187,11 @@ __global__ void fs_finalize_verify_kernel(const fs_record *__restrict__ row_recs
                                           int32_t *out_tokens, float *out_logprobs,
                                           int32_t *out_num_emitted, int32_t *out_row_status)
 {
-    int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const int64_t r = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; /* per warp */
     if (r < num_requests)
-        fs_finalize_request(r, row_recs, descs, pre_status, offsets, drafts, stride, out_tokens,
-                            out_logprobs, out_num_emitted, out_row_status);
+        fs_finalize_request(r, (int)(threadIdx.x & 31u), row_recs, descs, pre_status, offsets,
+                            drafts, stride, out_tokens, out_logprobs, out_num_emitted,
+                            out_row_status);
 }
 
 static unsigned fin_blocks(int64_t n)
@@ -208,7 +209,7 @@ cudaError_t fs_launch_finalize(const fs_op_args *a, const fs_record *row_recs,
             a->out_row_status);
     } else {
         const fs_drafts *d = a->drafts;
-        fs_finalize_verify_kernel<<<fin_blocks(d->num_requests), FS_FINALIZE_THREADS, 0,
+        fs_finalize_verify_kernel<<<fin_blocks(d->num_requests * 32), FS_FINALIZE_THREADS, 0,
                                     stream>>>(row_recs, descs, pre_status, d->draft_offsets,
                                               d->draft_tokens, d->num_requests,
                                               d->max_drafts + 1, a->out_tokens, a->out_values,

@@ -40,22 +40,63 @@ static __device__ __forceinline__ void fs_finalize_row(int op, const fs_record &
     out_row_status[row] = st;
 }
 
-/* verify: request r walks its n_r + 1 merged records (row_recs). */
+/* verify: request r's walk over its n_r + 1 merged records (row_recs), by
+ * a whole warp (lane: this thread's): every lane takes its row's step
+ * (fs_verify_row) at once, 32 rows at a time, and a ballot finds where the
+ * walk stops -- the outputs of finalize.h's fs_finalize_verify, whose one
+ * thread took the n_r + 1 steps one after another, each behind a global
+ * load, a log and a Philox draw. */
 static __device__ __forceinline__ void fs_finalize_request(
-    int64_t r, const fs_record *row_recs, const fs_row_desc *descs, const int32_t *pre_status,
-    const int32_t *offsets, const int32_t *drafts, int64_t stride, int32_t *out_tokens,
-    float *out_logprobs, int32_t *out_num_emitted, int32_t *out_row_status)
+    int64_t r, int lane, const fs_record *row_recs, const fs_row_desc *descs,
+    const int32_t *pre_status, const int32_t *offsets, const int32_t *drafts, int64_t stride,
+    int32_t *out_tokens, float *out_logprobs, int32_t *out_num_emitted, int32_t *out_row_status)
 {
     int32_t st = pre_status[r];
-    int ok = st == FS_ROW_OK;
-    int64_t begin = ok ? offsets[r] : 0;
-    int64_t n = ok ? offsets[r + 1] - begin : 0;
-    int32_t emitted;
-    fs_finalize_verify(ok ? row_recs + begin + r : nullptr, ok ? descs + begin + r : nullptr,
-                       ok ? drafts + begin : nullptr, n, stride, out_tokens + r * stride,
-                       out_logprobs ? out_logprobs + r * stride : nullptr, &emitted, &st);
-    out_num_emitted[r] = emitted;
-    out_row_status[r] = st;
+    const int64_t begin = st == FS_ROW_OK ? offsets[r] : 0;
+    const int64_t n = st == FS_ROW_OK ? offsets[r + 1] - begin : -1; /* rows 0 .. n */
+    const fs_record *recs = row_recs + begin + r;
+    const fs_row_desc *ds = descs + begin + r;
+    int32_t *tok_out = out_tokens + r * stride;
+    float *lp_out = out_logprobs ? out_logprobs + r * stride : nullptr;
+    /* every row counts, reached or not: the first failing row's status */
+    for (int64_t j0 = 0; st == FS_ROW_OK && j0 <= n; j0 += 32) {
+        const int64_t j = j0 + lane;
+        const int32_t s = j <= n ? fs_record_status(&recs[j]) : (int32_t)FS_ROW_OK;
+        const unsigned bad = __ballot_sync(0xffffffffu, s != FS_ROW_OK);
+        if (bad)
+            st = __shfl_sync(0xffffffffu, s, __ffs(bad) - 1);
+    }
+    int64_t k = 0; /* tokens emitted */
+    for (int64_t j0 = 0; st == FS_ROW_OK && j0 <= n; j0 += 32) {
+        const int64_t j = j0 + lane;
+        int32_t tok = -1;
+        float lp = 0.0f;
+        int stop = 0;
+        if (j <= n)
+            stop = fs_verify_row(&recs[j], &ds[j], j < n, j < n ? drafts[begin + j] : -1,
+                                 (uint32_t)j, &tok, &lp);
+        /* the bonus row (j = n) always stops, so some chunk does */
+        const unsigned stops = __ballot_sync(0xffffffffu, stop);
+        const int first = stops ? __ffs(stops) - 1 : 32;
+        if (j <= n && lane <= first) {
+            tok_out[j] = tok;
+            if (lp_out)
+                lp_out[j] = lp;
+        }
+        if (stops) {
+            k = j0 + first + 1;
+            break;
+        }
+    }
+    for (int64_t i = k + lane; i < stride; i += 32) {
+        tok_out[i] = -1;
+        if (lp_out)
+            lp_out[i] = NAN;
+    }
+    if (lane == 0) {
+        out_num_emitted[r] = (int32_t)k;
+        out_row_status[r] = st;
+    }
 }
 
 static __device__ __forceinline__ void fs_named_bar(int id, int threads)
@@ -108,9 +149,10 @@ static __device__ __forceinline__ void fs_op_tail(const fs_tail_args &t, const f
         /* the walk reads row records this CTA just wrote */
         __threadfence_block();
         fs_named_bar(bar_id, threads);
-        for (int64_t r = tid; r < t.num_requests; r += threads)
-            fs_finalize_request(r, merged, descs, t.pre_status, t.offsets, t.drafts, t.stride,
-                                t.out_tokens, t.out_values, t.out_num_emitted, t.out_row_status);
+        for (int64_t r = warp; r < t.num_requests; r += warps)
+            fs_finalize_request(r, lane, merged, descs, t.pre_status, t.offsets, t.drafts,
+                                t.stride, t.out_tokens, t.out_values, t.out_num_emitted,
+                                t.out_row_status);
     }
     if (tid == 0)
         *t.counter = 0u;

@@ -130,6 +130,39 @@ FS_HD fs_row_desc fs_verify_row_desc(const int32_t *request_drafts, int64_t n, i
     return fs_row_desc_make(temperature, seed, offset, (uint32_t)j, x, x, request);
 }
 
+/* Step j of a verify walk, on row j's merged record r and descriptor d.
+ * With a draft x (has_draft: j < n) that is accepted, *tok = x and *lp its
+ * logprob, and the walk goes on (returns 0).  Otherwise -- x rejected, or
+ * the bonus row (no draft) -- *tok is the token the walk ends with (the
+ * residual's candidate, or the argmax of a greedy row) and *lp its logprob
+ * (returns 1).  The CUDA finalizers take every row's step at once and stop
+ * at the first 1 (kernels/op_tail.cuh); the outputs are the same. */
+FS_HD int fs_verify_row(const fs_record *r, const fs_row_desc *d, int has_draft, int32_t x,
+                        uint32_t j, int32_t *tok, float *lp)
+{
+    const float lse = fs_record_lse(r);
+    const int greedy = (d->flags & FS_ROWF_GREEDY) != 0;
+    if (has_draft) {
+        int accept;
+        if (greedy) {
+            accept = r->max_id == x;
+        } else {
+            float p = expf(r->sel_s - lse);
+            /* with every other token masked there is no residual, and p(x) = 1 */
+            accept = r->best_id < 0 || fs_accept_uniform(d->seed, d->offset, j) <= p;
+        }
+        if (accept) {
+            *tok = x;
+            *lp = r->sel_s - lse;
+            return 0;
+        }
+    }
+    /* recovery (the residual: target without x) or bonus token */
+    *tok = greedy ? r->max_id : r->best_id;
+    *lp = (greedy ? r->max_s : r->best_s) - lse;
+    return 1;
+}
+
 /* verify: walk one request's merged records (n drafts + bonus row) and write
  * its stride-wide output rows.  status holds the request's pre-scan status on
  * entry (FS_ROW_OK if its rows were scanned). */
@@ -146,35 +179,17 @@ FS_HD void fs_finalize_verify(const fs_record *recs, const fs_row_desc *descs,
         st = fs_record_status(&recs[j]);
     if (st == FS_ROW_OK) {
         for (int64_t j = 0; j <= n; ++j) {
-            const fs_record *r = &recs[j];
-            const fs_row_desc *d = &descs[j];
-            float lse = fs_record_lse(r);
-            int greedy = (d->flags & FS_ROWF_GREEDY) != 0;
-            if (j < n) {
-                int32_t x = request_drafts[j];
-                int accept;
-                if (greedy) {
-                    accept = r->max_id == x;
-                } else {
-                    float p = expf(r->sel_s - lse);
-                    /* with every other token masked there is no residual, and p(x) = 1 */
-                    accept = r->best_id < 0 ||
-                             fs_accept_uniform(d->seed, d->offset, (uint32_t)j) <= p;
-                }
-                if (accept) {
-                    out_tokens[k] = x;
-                    if (out_logprobs)
-                        out_logprobs[k] = r->sel_s - lse;
-                    ++k;
-                    continue;
-                }
-            }
-            /* recovery (the residual: target without x) or bonus token */
-            out_tokens[k] = greedy ? r->max_id : r->best_id;
+            int32_t tok;
+            float lp;
+            const int stop = fs_verify_row(&recs[j], &descs[j], j < n,
+                                           j < n ? request_drafts[j] : -1, (uint32_t)j, &tok,
+                                           &lp);
+            out_tokens[k] = tok;
             if (out_logprobs)
-                out_logprobs[k] = (greedy ? r->max_s : r->best_s) - lse;
+                out_logprobs[k] = lp;
             ++k;
-            break;
+            if (stop)
+                break;
         }
     }
     for (int64_t i = k; i < stride; ++i) {

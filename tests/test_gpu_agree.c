@@ -22,27 +22,41 @@ static const float temps[4] = {0.0f, 0.7f, 1.0f, 1.5f};
 /* Totals over the whole suite: near-ties must stay rare. */
 static int64_t g_units, g_differ;
 
+/* Draft layouts of the verify cases: 0-7 drafts a request; none; or 33-40
+ * (LONG: the CUDA walk takes a request's rows 32 at a time, op_tail.cuh). */
+enum { DRAFTS_SHORT, DRAFTS_NONE, DRAFTS_LONG };
+
+static int32_t draft_count(int64_t r, int layout)
+{
+    return layout == DRAFTS_NONE   ? 0
+           : layout == DRAFTS_LONG ? (int32_t)(33 + (r * 5 + 3) % 8)
+                                   : (int32_t)((r * 5 + 3) % 8);
+}
+
 /* Drafts of request r: the target argmax (so that some get accepted) or a
- * random token. */
+ * random token; with LONG drafts every other request drafts the argmax
+ * throughout, so that its greedy rows accept all and reach the bonus row
+ * past the first 32. */
 static void make_drafts(fst_rng *rng, int64_t R, int64_t V, const int32_t *target_argmax,
-                        int all_zero, int32_t **drafts, int32_t **offsets, int64_t *ndt)
+                        int layout, int32_t **drafts, int32_t **offsets, int64_t *ndt)
 {
     *offsets = malloc(sizeof(int32_t) * (size_t)(R + 1));
     (*offsets)[0] = 0;
     for (int64_t r = 0; r < R; ++r)
-        (*offsets)[r + 1] = (*offsets)[r] + (all_zero ? 0 : (int32_t)((r * 5 + 3) % 8));
+        (*offsets)[r + 1] = (*offsets)[r] + draft_count(r, layout);
     *ndt = (*offsets)[R];
     *drafts = malloc(sizeof(int32_t) * (size_t)(*ndt + 1));
     for (int64_t r = 0; r < R; ++r)
         for (int64_t i = (*offsets)[r]; i < (*offsets)[r + 1]; ++i) {
             int64_t row = i + r; /* target row of draft i */
-            (*drafts)[i] = fst_unif(rng) < 0.6 && target_argmax && target_argmax[row] >= 0
+            const int argmax = layout == DRAFTS_LONG && r % 2 == 0 ? 1 : fst_unif(rng) < 0.6;
+            (*drafts)[i] = argmax && target_argmax && target_argmax[row] >= 0
                                ? target_argmax[row]
                                : (int32_t)fst_randint(rng, V);
         }
 }
 
-static void run_op_case(const agree_case *c, int op, int all_zero_drafts, uint64_t seed)
+static void run_op_case(const agree_case *c, int op, int layout, uint64_t seed)
 {
     fst_rng rng;
     fst_rng_seed(&rng, seed);
@@ -55,7 +69,7 @@ static void run_op_case(const agree_case *c, int op, int all_zero_drafts, uint64
         int32_t *tmp_off = malloc(sizeof(int32_t) * (size_t)(R + 1));
         tmp_off[0] = 0;
         for (int64_t r = 0; r < R; ++r)
-            tmp_off[r + 1] = tmp_off[r] + (all_zero_drafts ? 0 : (int32_t)((r * 5 + 3) % 8));
+            tmp_off[r + 1] = tmp_off[r] + draft_count(r, layout);
         rows = tmp_off[R] + R;
         free(tmp_off);
     }
@@ -113,11 +127,11 @@ static void run_op_case(const agree_case *c, int op, int all_zero_drafts, uint64
         assert_int_equal(s, FS_OK);
         free(tv);
         free(ts);
-        make_drafts(&rng, R, V, target_argmax, all_zero_drafts, &drafts, &offsets, &ndt);
+        make_drafts(&rng, R, V, target_argmax, layout, &drafts, &offsets, &ndt);
         assert_int_equal(ndt + R, rows);
         in.d.num_requests = R;
         in.d.num_draft_tokens = ndt;
-        in.d.max_drafts = 7;
+        in.d.max_drafts = layout == DRAFTS_LONG ? 40 : 7;
         in.d.draft_tokens = drafts;
         in.d.draft_offsets = offsets;
     }
@@ -137,7 +151,8 @@ static void run_op_case(const agree_case *c, int op, int all_zero_drafts, uint64
     snprintf(label, sizeof label, "%s %s V=%lld D=%lld %s=%lld%s%s%s", c->fused ? "fused" : "logits",
              fst_dtype_name(c->dt), (long long)V, (long long)D,
              op == GT_VERIFY ? "requests" : "rows", (long long)R, c->bias_mask ? " bias+mask" : "",
-             c->no_offset ? " offset=NULL" : "", all_zero_drafts ? " no-drafts" : "");
+             c->no_offset ? " offset=NULL" : "",
+             layout == DRAFTS_NONE ? " no-drafts" : layout == DRAFTS_LONG ? " 33-40 drafts" : "");
     gt_agree a = gt_compare(&in, &co, &go, label);
     printf("%-58s %-6s agree %lld/%lld (%.2f%%)%s  [cpu %.2fs gpu %.2fs]\n", label,
            gt_op_name(op), (long long)(a.units - a.differ), (long long)a.units,
@@ -182,9 +197,9 @@ static void run_cases(const agree_case *cs, size_t n)
         agree_case v = c;
         if (v.fused && v.D >= 1000 && v.R > 64)
             v.R = 64;
-        run_op_case(&c, GT_SAMPLE, 0, seed);
-        run_op_case(&c, GT_ARGMAX, 0, seed + 1);
-        run_op_case(&v, GT_VERIFY, 0, seed + 2);
+        run_op_case(&c, GT_SAMPLE, DRAFTS_SHORT, seed);
+        run_op_case(&c, GT_ARGMAX, DRAFTS_SHORT, seed + 1);
+        run_op_case(&v, GT_VERIFY, DRAFTS_SHORT, seed + 2);
     }
 }
 
@@ -271,7 +286,22 @@ static void test_verify_no_drafts(void **state)
         {0, FS_DTYPE_F32, 2000, 0, 300, 0, 0},
     };
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; ++i)
-        run_op_case(&cs[i], GT_VERIFY, 1, 77 + i);
+        run_op_case(&cs[i], GT_VERIFY, DRAFTS_NONE, 77 + i);
+}
+
+/* Requests of 33-40 drafts: the CUDA walk's second group of 32 rows, output
+ * rows wider than a warp, and (every other request drafting the argmax) greedy
+ * walks that reach the bonus row past the first 32.  The fused case has
+ * ~300 rows: the rows kernel. */
+static void test_verify_long_drafts(void **state)
+{
+    (void)state;
+    static const agree_case cs[] = {
+        {0, FS_DTYPE_F32, 2000, 0, 40, 0, 0},
+        {1, FS_DTYPE_BF16, 1000, 136, 8, 1, 0},
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; ++i)
+        run_op_case(&cs[i], GT_VERIFY, DRAFTS_LONG, 91 + i);
 }
 
 static void test_summary(void **state)
@@ -291,7 +321,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fused_bf16),       cmocka_unit_test(test_fused_f16),
         cmocka_unit_test(test_fused_f32),        cmocka_unit_test(test_logits),
-        cmocka_unit_test(test_verify_no_drafts), cmocka_unit_test(test_summary),
+        cmocka_unit_test(test_verify_no_drafts), cmocka_unit_test(test_verify_long_drafts),
+        cmocka_unit_test(test_summary),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
