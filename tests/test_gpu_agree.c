@@ -277,6 +277,12 @@ static void test_logits(void **state)
     run_cases(cs, sizeof cs / sizeof cs[0]);
 }
 
+static void run_verify_cases(const agree_case *cs, size_t n, int layout, uint64_t seed)
+{
+    for (size_t i = 0; i < n; ++i)
+        run_op_case(&cs[i], GT_VERIFY, layout, seed + i);
+}
+
 /* A verify batch without any draft token: every request emits its bonus. */
 static void test_verify_no_drafts(void **state)
 {
@@ -285,8 +291,7 @@ static void test_verify_no_drafts(void **state)
         {1, FS_DTYPE_BF16, 1000, 100, 37, 1, 0},
         {0, FS_DTYPE_F32, 2000, 0, 300, 0, 0},
     };
-    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; ++i)
-        run_op_case(&cs[i], GT_VERIFY, DRAFTS_NONE, 77 + i);
+    run_verify_cases(cs, sizeof cs / sizeof cs[0], DRAFTS_NONE, 77);
 }
 
 /* Requests of 33-40 drafts: the CUDA walk's second group of 32 rows, output
@@ -300,8 +305,7 @@ static void test_verify_long_drafts(void **state)
         {0, FS_DTYPE_F32, 2000, 0, 40, 0, 0},
         {1, FS_DTYPE_BF16, 1000, 136, 8, 1, 0},
     };
-    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; ++i)
-        run_op_case(&cs[i], GT_VERIFY, DRAFTS_LONG, 91 + i);
+    run_verify_cases(cs, sizeof cs / sizeof cs[0], DRAFTS_LONG, 91);
 }
 
 static void test_summary(void **state)
