@@ -117,11 +117,13 @@ __device__ __forceinline__ uint64_t tree_tile_mask(const fs_tree_row *t, int64_t
  * the noise blocks.  Only where the row's tile mask (tree_tile_mask; v0:
  * the tile's first token in the shard) says it has a child here are its
  * children looked up by id (a row has at most FS_TREE_MAX_CHILDREN).  The
- * mask gates the loads, not the code: a branch around the rest (skipped
- * where no row of the warp has a child) made ptxas spill 16-28 bytes in
- * the 128-row kernels.  The accumulators are read through select chains
- * under a warp-uniform loop, as prepare's excluded token is, and only in
- * the tiles where some lane of the warp holds a child. */
+ * mask gates the loads and leaves the rest of the test (a vote, a loop of
+ * no iterations) to run: a branch around it, a gated count or the bit taken
+ * from the tile's global start all left ptxas's 16-28-byte spill in the
+ * 128-row tree kernels as it is, so the simplest form stays.  The
+ * accumulators are read through select chains under a warp-uniform loop, as
+ * prepare's excluded token is, and only in the tiles where some lane of the
+ * warp holds a child. */
 template <int HALF, int NA, class A>
 __device__ __forceinline__ void tree_children(RowState &r, float (&acc)[NA], int64_t v0, int64_t g0,
                                               int ncols, int gc, float it, const A &a)
