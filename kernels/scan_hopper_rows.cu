@@ -38,8 +38,9 @@
  *              block (cta_job).
  *   pipeline   4 stages of { W 256 x 64 (two 128-row TMA boxes; one for a half
  *              tile), H 128 x 64 } (192-row shape: 5 of { W 128 x 64, H 192 x
- *              64 }), 128-byte swizzle, full/empty mbarriers.  No H box
- *              reaches more than 32 rows past the last row (one_box).
+ *              64 }), 128-byte swizzle, full/empty mbarriers.  A short last
+ *              row block is loaded as its exact rows (one job a CTA) or
+ *              as 64-row slices (several; one_box).
  *              A stage is refilled as soon as all consumer warps (of the
  *              cluster) are past it; the last stage of a tile is released
  *              before the epilogue, so 4 k-blocks of the next tile stream in
@@ -215,19 +216,23 @@ __host__ __device__ __forceinline__ Job cta_job(int c, int n_rb, int slots, int 
     return j;
 }
 
-/* H of a row block is one TMA box when at most 32 of its rows lie past the
- * last row.  Past that the box is slow (the TMA's zero fill; measured with
- * the 192-row shape on 151936 x 4096: 160 and 176 rows as fast as 192, 152 rows
- * 1.5% slower, 144 8%, 136 14%).  Such a row block is loaded as one 64-row
- * box per consumer warpgroup ("slice"), the last slices moved back to end
- * at the last row (their first rows then repeat the previous slice's, and
- * only that slice's warpgroup records them), a slice wholly past the last
- * row not loaded at all: 136 rows 13% faster, but 160 rows 2% slower than
- * one box, and a full 192-row block 2-5% (three boxes a stage instead of
- * one).  The one-job kernels load such a block as one box of exactly its
- * rows in range instead (tms sized to them; the rows past the end keep
- * whatever the stage held and are never recorded); the several-jobs
- * kernels, whose jobs change row blocks, keep the slices.  First row of
+/* H of a row block reaching past the last row: a box past the end of H is
+ * slow (the TMA's zero fill; measured with the 192-row shape on 151936 x
+ * 4096: 160 and 176 rows as fast as 192, 152 rows 1.5% slower, 144 8%, 136
+ * 14%).  The one-job kernels load a short last row block as one box of
+ * exactly its rows in range (tms sized to them; the rows past the end keep
+ * whatever the stage held and are never recorded), however few rows it
+ * lacks: even 32 rows of zero fill a stage cost the 160-row kernel 1.5% of
+ * its time on 128256 x 8192 (ncu, clocks free: 748-756 against 737-742 us;
+ * 0.2-1.1% of its cycles at base clocks).  The
+ * several-jobs kernels, whose jobs change row blocks and so cannot size a
+ * tensor map to one, keep one box when at most 32 rows lie past the last
+ * row (one_box), else load one 64-row box per consumer warpgroup
+ * ("slice"), the last slices moved back to end at the last row (their
+ * first rows then repeat the previous slice's, and only that slice's
+ * warpgroup records them), a slice wholly past the last row not loaded at
+ * all: 136 rows 13% faster, but 160 rows 2% slower than one box, and a full
+ * 192-row block 2-5% (three boxes a stage instead of one).  First row of
  * slice w of row block rb as loaded: */
 __host__ __device__ __forceinline__ bool one_box(int rb, int br, int64_t rows)
 {
@@ -292,9 +297,10 @@ __device__ __forceinline__ void issue_step(int i, int st, const CUtensorMap *tmw
     using S = Shape<NWG>;
     const int t = i / a.kblocks, kb = i - t * a.kblocks;
     const int u = u0 + S::UPT * t, nu = u1 - u >= S::UPT ? S::UPT : 1;
-    /* live < 0: one box for the block (one_box); 0: one box of the block's
-       rows in range (tms sized to them: the one-job kernels); > 0: that
-       many 64-row slices (tms of 64 rows: several jobs a CTA) */
+    /* live < 0: one box for the block (a full block, or one_box); 0: one
+       box of the block's rows in range (tms sized to them: the one-job
+       kernels); > 0: that many 64-row slices (tms of 64 rows: several jobs
+       a CTA) */
     const int h_bytes = live < 0 ? S::H_BYTES
                         : live == 0 ? a.exact_h_bytes
                                     : live * HS_BYTES;
@@ -353,10 +359,12 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
     };
     /* after job jb: another one for this CTA? */
     auto more = [&](int jb) { return MULTI && jb + (int)gridDim.x < n_jobs; };
-    /* H boxes of a job's row block (issue_step's live: < 0 one box, one_box;
-       0 the exact box; > 0 slices) */
+    /* H boxes of a job's row block (issue_step's live: < 0 one box; 0 the
+       exact box, the one-job kernels' short last block; > 0 slices) */
     auto live_of = [&](int rb) {
-        return one_box(rb, BR, a.rows) ? -1 : MULTI ? live_slices(rb, NWG, BR, a.rows) : 0;
+        if (!MULTI)
+            return (int64_t)(rb + 1) * BR <= a.rows ? -1 : 0;
+        return one_box(rb, BR, a.rows) ? -1 : live_slices(rb, NWG, BR, a.rows);
     };
     /* one job a CTA: the job, worked out before the producer drops to its
        few registers (there its 64-bit arithmetic spilled); several: each
