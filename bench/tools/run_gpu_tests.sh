@@ -19,6 +19,10 @@
 #                   except test_gpu_tp, all with FS_GPU_TEST_SMALL=1: smaller shapes)
 #   FS_SAN_TOOLS    sanitizer tools (default "memcheck racecheck initcheck")
 #   FS_SAN_LARGE    0 skips the agreement test's 200-row sanitizer steps (default 1)
+#   FS_PREBUILT     1: FS_BUILD_DIR was built elsewhere and carried here
+#                   (bench/tools/carry_pack.sh): no configure or build, and
+#                   ctest runs the GPU tests only (-L gpu; the CPU tests' executables
+#                   are not carried)
 #   FS_DEPS_DIR     folder of .deb files (default .deps) unpacked into a private
 #                   prefix when cmocka or GSL headers are missing on the machine
 #                   (the GPU machine cannot download; fetch them beforehand with
@@ -107,18 +111,29 @@ fi
 # ---- build --------------------------------------------------------------------
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >>"$LOG" 2>&1 || true
 built=1
-run_step configure cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
-  "-DCMAKE_CUDA_ARCHITECTURES=$ARCHS" -DFLASHSPEC_TESTS=ON "-DFLASHSPEC_BENCH=${FS_BENCH:-OFF}" \
-  ${cmake_extra[@]+"${cmake_extra[@]}"} || built=0
-if [ $built = 1 ]; then
-  run_step build cmake --build "$BUILD" -j"$JOBS" || built=0
+ctest_labels=""
+if [ "${FS_PREBUILT:-0}" = 1 ]; then
+  ctest_labels="-L gpu"
+  if [ -f "$BUILD/CTestTestfile.cmake" ]; then
+    skip_step build "FS_PREBUILT=1: $BUILD carried"
+  else
+    skip_step build "FS_PREBUILT=1 but $BUILD holds no carried build"
+    built=0
+  fi
 else
-  skip_step build "configure failed"
+  run_step configure cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
+    "-DCMAKE_CUDA_ARCHITECTURES=$ARCHS" -DFLASHSPEC_TESTS=ON "-DFLASHSPEC_BENCH=${FS_BENCH:-OFF}" \
+    ${cmake_extra[@]+"${cmake_extra[@]}"} || built=0
+  if [ $built = 1 ]; then
+    run_step build cmake --build "$BUILD" -j"$JOBS" || built=0
+  else
+    skip_step build "configure failed"
+  fi
 fi
 
 # ---- the test suite ----------------------------------------------------------
 if [ $built = 1 ]; then
-  run_step ctest bash -c "cd '$BUILD' && ctest -V ${FS_CTEST_REGEX:+-R '$FS_CTEST_REGEX'}"
+  run_step ctest bash -c "cd '$BUILD' && ctest -V $ctest_labels ${FS_CTEST_REGEX:+-R '$FS_CTEST_REGEX'}"
   # per-test lines, so the table shows which tests passed, failed or skipped
   grep -E "^ *[0-9]+/[0-9]+ Test" "$LOGDIR/ctest.log" | sed 's/^/    /' | tee -a "$LOG"
   # GPU/CPU agreement figures, for the record
