@@ -5,8 +5,9 @@
 # builds (40-190 s each in the committed run_gpu_tests logs, twice for an
 # A/B of two builds).  Every test and benchmark executable links the
 # library statically (~9 MB each) and they differ little, so xz with a
-# 64 MiB dictionary packs the GPU tests and two builds' benchmarks into
-# 5-8 MB, well under the 64 MiB a call may carry.
+# 64 MiB dictionary packs the GPU tests and one build's benchmarks into
+# 4.5 MB, with a second build's 7.5-8 MB, well under the 64 MiB a call may
+# carry.
 #
 #   bench/tools/carry_pack.sh BUILD [BASE_BUILD]
 #
@@ -14,8 +15,9 @@
 # -DCMAKE_CUDA_ARCHITECTURES=90a-real, benchmarks on).  Packs its GPU test
 # executables with the CTest files that name them, and bench/flashspec_bench
 # and bench/tree_bench of BUILD and of BASE_BUILD, into carry-bin/all.txz
-# with absolute paths (they unpack where they were built), and downloads the
-# runtime packages of cmocka and GSL into .deps/ when it holds none.  On the
+# with absolute paths (they unpack where they were built), and downloads
+# cmocka's and GSL's packages (libraries and headers, as run_gpu_tests.sh
+# lists them) into .deps/ when it holds none.  On the
 # device, with carry ["carry-bin", ".deps"]:
 #
 #   bash bench/tools/carry_unpack.sh
