@@ -113,8 +113,9 @@ extern "C" fs_status fs_cuda_context_init(fs_context *ctx, int device_ordinal)
        clusters (A/B runs of the W multicast) */
     ctx->hopper_no_multicast = env_flag("FLASHSPEC_HOPPER_NO_MULTICAST");
     /* FLASHSPEC_HOPPER_ODD_PAIRS=0: an odd count (3+) of the rows kernel's
-       row blocks runs unclustered instead of pairing all but its last block
-       (A/B runs) */
+       row blocks runs unclustered instead of pairing all but its last block,
+       and a single 192-row block unclustered instead of in pairs that share
+       H (A/B runs) */
     ctx->hopper_odd_pairs = env_count("FLASHSPEC_HOPPER_ODD_PAIRS", 1) != 0;
     /* FLASHSPEC_HOPPER_ROW_BLOCK=128|192: the rows kernel's rows per CTA for
        every row count (A/B runs, tests); other values: automatic */

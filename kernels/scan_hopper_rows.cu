@@ -35,7 +35,8 @@
  *              of a pair loads one 128-token W box of a step for both (TMA
  *              multicast: W read from L2 once per pair), releasing a stage
  *              to both producers; an odd count of 3+ pairs all but its last
- *              block (cta_job).
+ *              block (cta_job), and a single 192-row block runs as pairs of
+ *              neighbouring slots whose rank 0 loads H for both.
  *   pipeline   4 stages of { W 256 x 64 (two 128-row TMA boxes; one for a half
  *              tile), H 128 x 64 } (192-row shape: 5 of { W 128 x 64, H 192 x
  *              64 }), 128-byte swizzle, full/empty mbarriers.  A short last
@@ -200,8 +201,9 @@ __host__ __device__ __forceinline__ Job job_of(int job, int n_rb, int slots, int
  * one cluster shape): CTAs [0, P), P = slots (n_rb - 1), run the pairs of
  * row blocks 0 .. n_rb - 2 of slot c / (n_rb - 1), which share W as the
  * pairs of an even count do; CTA P + s runs the last row block of slot s,
- * in a cluster with slot s +- 1's (slots is even) that shares nothing: it
- * loads its own W and releases its stages to itself. */
+ * in a cluster with slot s +- 1's (slots is even), a "lone pair": each
+ * loads its own W; a single row block of the 192-row shape (P = 0) shares
+ * H (the kernel), a last block of 3+ shares nothing. */
 __host__ __device__ __forceinline__ Job cta_job(int c, int n_rb, int slots, int units, int upt,
                                                 bool odd)
 {
@@ -286,7 +288,7 @@ template <int NWG, int CL>
 __device__ __forceinline__ void issue_step(int i, int st, const CUtensorMap *tmw,
                                            const CUtensorMap *tmh, const CUtensorMap *tms,
                                            uint32_t sW, uint32_t sH, uint32_t full, int rb, int u0,
-                                           int u1, int live, bool shared, const Args &a)
+                                           int u1, int live, bool shared, int hmode, const Args &a)
 {
     /* a W unit is read by the n_rb CTAs of its slot, about together; even
        with one row block evict_normal beats evict_first (see scan_hopper.cu);
@@ -313,7 +315,12 @@ __device__ __forceinline__ void issue_step(int i, int st, const CUtensorMap *tmw
         tma_load_2d_multicast(sW + st * S::W_BYTES + rank * WU_BYTES, tmw, kb * BK,
                               (u + rank) * UNIT, full, (uint16_t)((1u << CL) - 1u), pol_w);
     }
-    if (live <= 0)
+    /* hmode (a lone pair, cta_job): 1 this CTA loads the step's H for both,
+       2 its peer does, 0 it loads its own */
+    if (hmode == 1)
+        tma_load_2d_multicast(sH + st * S::H_BYTES, live < 0 ? tmh : tms, kb * BK, rb * S::BR,
+                              full, (uint16_t)3u, pol_h);
+    else if (live <= 0 && hmode == 0)
         tma_load_2d(sH + st * S::H_BYTES, live < 0 ? tmh : tms, kb * BK, rb * S::BR, full, pol_h);
     for (int w = 0; w < live; ++w)
         tma_load_2d(sH + st * S::H_BYTES + w * HS_BYTES, tms, kb * BK,
@@ -324,7 +331,7 @@ __device__ __forceinline__ void issue_step(int i, int st, const CUtensorMap *tmw
  * loops run once and compile to the one-job kernel: one-job launches of the
  * loops compiled for several jobs took 1-3% more cycles (ncu, 512-2112
  * rows, both shapes). */
-template <int NWG, bool BF16, int CL, bool LSE, bool TREE, bool MULTI>
+template <int NWG, bool BF16, int CL, bool LSE, bool TREE, bool MULTI, bool SH>
 __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
     fshr_scan_kernel(const __grid_constant__ CUtensorMap tmw, const __grid_constant__ CUtensorMap tmh,
                      const __grid_constant__ CUtensorMap tms, const Args a)
@@ -376,11 +383,37 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
     const int first_live = live_of(first.rb);
     /* the cluster shares W (multicast, stages released by every CTA): all
        but the last row block of an odd count (cta_job; one job a CTA) */
-    const bool shared = CL > 1 && (MULTI || !(a.odd_pairs && first.rb == a.n_rb - 1));
+    const bool shared = CL > 1 && !SH && (MULTI || !(a.odd_pairs && first.rb == a.n_rb - 1));
+    /* A lone pair (cta_job: the last row blocks of an odd count, every CTA
+       of a single row block) scans the same rows in neighbouring slots.
+       In the SH kernels, launched only for one row block of the 192-row
+       shape (launch_jobs) so that every CTA is in a lone pair, its rank 0
+       loads each step's H box for both (multicast) while both run steps,
+       later steps load their own (issue_step): otherwise every
+       CTA reads H again for each tile, 0.68 of the 5.94 GB the 160-row
+       kernel moves through L2 on 128256 x 8192 (ncu), and sharing it made
+       144-192 rows 0.5-3% faster on an H100.  Kernels of their own: with
+       this code in the clustered kernel that 3+ row blocks run, 528 rows
+       (3 x 192) ran 3-5% slower even where it shared nothing; sharing in
+       the two-warpgroup shape (97-128 rows) gained nothing.
+       Rank 0's stages are refilled once its own warps and its peer's are
+       past them: rank 1's warps release every step to rank 0 (those past
+       rank 0's last step arrive on barriers nobody waits on; the exit's
+       cluster_sync keeps rank 0's memory), and past rank 1's last step
+       rank 0's producer arrives for the peer. */
+    static_assert(!SH || (NWG == 3 && CL == 2 && !MULTI), "lone pairs: 192-row one-job pairs");
+    const bool lone0 = SH && !(blockIdx.x & 1u);
+    int h_steps = 0; /* the steps whose H rank 0 multicasts: both CTAs run them */
+    if (SH) {
+        const Job peer = cta_job((int)(blockIdx.x ^ 1u), a.n_rb, a.slots, a.units, S::UPT, true);
+        h_steps = (first.n_tiles < peer.n_tiles ? first.n_tiles : peer.n_tiles) * KB;
+    }
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(FSHR_FULL(s), 1);
-            mbar_init(FSHR_EMPTY(s), NCW * (shared ? CL : 1)); /* every warp of the cluster */
+            /* every warp of the cluster; a lone pair's rank 0 counts its
+               peer's too (it refills the peer's H) */
+            mbar_init(FSHR_EMPTY(s), NCW * (shared || lone0 ? CL : 1));
         }
         mbar_init(FSHR_NOISE_FULL, NOISE_THREADS);
         /* every reader arrives: an arrive releases only its own thread's
@@ -412,8 +445,11 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
                     const int s = j % STAGES;
                     if (j >= STAGES) /* step j - STAGES released by every warp of the cluster */
                         mbar_wait(FSHR_EMPTY(s), (uint32_t)(j / STAGES - 1) & 1u);
+                    const int hmode = SH && i < h_steps ? (lone0 ? 1 : 2) : 0; /* issue_step */
                     issue_step<NWG, CL>(i, s, &tmw, &tmh, &tms, sW, sH, FSHR_FULL(s), q.rb, q.u0,
-                                        q.u1, live, shared, a);
+                                        q.u1, live, shared, hmode, a);
+                    if (SH && lone0 && i >= h_steps) /* for the peer, past its last step */
+                        mbar_arrive_count(FSHR_EMPTY(s), NCW);
                 }
                 if (!more(jb))
                     break;
@@ -467,11 +503,14 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
         const int ps = i % STAGES;
         if (lane == 0) {
             mbar_arrive(FSHR_EMPTY(ps));
-            if (shared)
+            if (shared) {
 #pragma unroll
                 for (int r = 1; r < CL; ++r)
                     mbar_arrive_cluster(FSHR_EMPTY(ps),
                                         (uint32_t)(((MULTI ? (int)blockIdx.x : first.rb) + r) % CL));
+            } else if (SH && !lone0) { /* rank 1 of a lone pair */
+                mbar_arrive_cluster(FSHR_EMPTY(ps), 0u);
+            }
         }
         __syncwarp();
     };
@@ -577,7 +616,7 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
 
 #else /* not sm_90a: the kernel exists (for the host stub) but is empty */
 
-template <int NWG, bool BF16, int CL, bool LSE, bool TREE, bool MULTI>
+template <int NWG, bool BF16, int CL, bool LSE, bool TREE, bool MULTI, bool SH>
 __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
     fshr_scan_kernel(const __grid_constant__ CUtensorMap tmw, const __grid_constant__ CUtensorMap tmh,
                      const __grid_constant__ CUtensorMap tms, const Args a)
@@ -586,12 +625,12 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
 
 #endif /* FSH_SM90A */
 
-template <int NWG, bool BF16, int CL, bool LSE, bool TREE, bool MULTI>
+template <int NWG, bool BF16, int CL, bool LSE, bool TREE, bool MULTI, bool SH>
 cudaError_t configure(int device)
 {
     static unsigned long long done = 0;
     return set_smem_once(
-        reinterpret_cast<const void *>(fshr_scan_kernel<NWG, BF16, CL, LSE, TREE, MULTI>),
+        reinterpret_cast<const void *>(fshr_scan_kernel<NWG, BF16, CL, LSE, TREE, MULTI, SH>),
         Shape<NWG>::SMEM, &done, device);
 }
 
@@ -601,14 +640,14 @@ struct Maps {
     CUtensorMap w, h, s;
 };
 
-template <int NWG, bool BF16, int CL, bool LSE, bool TREE, bool MULTI>
+template <int NWG, bool BF16, int CL, bool LSE, bool TREE, bool MULTI, bool SH>
 cudaError_t launch(fs_pdl_config &pc, const Maps &m, const Args &a, int device)
 {
-    cudaError_t e = configure<NWG, BF16, CL, LSE, TREE, MULTI>(device);
+    cudaError_t e = configure<NWG, BF16, CL, LSE, TREE, MULTI, SH>(device);
     if (e != cudaSuccess)
         return e;
     pc.cluster_x(CL);
-    return cudaLaunchKernelEx(&pc.cfg, fshr_scan_kernel<NWG, BF16, CL, LSE, TREE, MULTI>, m.w,
+    return cudaLaunchKernelEx(&pc.cfg, fshr_scan_kernel<NWG, BF16, CL, LSE, TREE, MULTI, SH>, m.w,
                               m.h, m.s, a);
 }
 
@@ -616,36 +655,43 @@ cudaError_t launch(fs_pdl_config &pc, const Maps &m, const Args &a, int device)
  * tree verify (a separate kernel, so that the others carry no tree code). */
 enum Epi { EPI_ARGMAX, EPI_LSE, EPI_TREE };
 
-template <int NWG, bool BF16, int CL, bool MULTI>
+template <int NWG, bool BF16, int CL, bool MULTI, bool SH>
 cudaError_t launch_epi(Epi epi, fs_pdl_config &pc, const Maps &m, const Args &a, int device)
 {
-    return epi == EPI_ARGMAX ? launch<NWG, BF16, CL, false, false, MULTI>(pc, m, a, device)
-           : epi == EPI_LSE  ? launch<NWG, BF16, CL, true, false, MULTI>(pc, m, a, device)
-                             : launch<NWG, BF16, CL, true, true, MULTI>(pc, m, a, device);
+    return epi == EPI_ARGMAX ? launch<NWG, BF16, CL, false, false, MULTI, SH>(pc, m, a, device)
+           : epi == EPI_LSE  ? launch<NWG, BF16, CL, true, false, MULTI, SH>(pc, m, a, device)
+                             : launch<NWG, BF16, CL, true, true, MULTI, SH>(pc, m, a, device);
 }
 
+/* share_h: lone pairs sharing H (one 192-row block in clusters), kernels
+ * of their own (the kernel's SH) */
 template <int NWG, bool MULTI>
-cudaError_t launch_jobs(bool bf16, int cl, Epi epi, fs_pdl_config &pc, const Maps &m,
-                        const Args &a, int device)
+cudaError_t launch_jobs(bool bf16, int cl, bool share_h, Epi epi, fs_pdl_config &pc,
+                        const Maps &m, const Args &a, int device)
 {
+    if constexpr (NWG == 3 && !MULTI) {
+        if (cl == 2 && share_h)
+            return bf16 ? launch_epi<NWG, true, 2, MULTI, true>(epi, pc, m, a, device)
+                        : launch_epi<NWG, false, 2, MULTI, true>(epi, pc, m, a, device);
+    }
     if (cl == 2)
-        return bf16 ? launch_epi<NWG, true, 2, MULTI>(epi, pc, m, a, device)
-                    : launch_epi<NWG, false, 2, MULTI>(epi, pc, m, a, device);
-    return bf16 ? launch_epi<NWG, true, 1, MULTI>(epi, pc, m, a, device)
-                : launch_epi<NWG, false, 1, MULTI>(epi, pc, m, a, device);
+        return bf16 ? launch_epi<NWG, true, 2, MULTI, false>(epi, pc, m, a, device)
+                    : launch_epi<NWG, false, 2, MULTI, false>(epi, pc, m, a, device);
+    return bf16 ? launch_epi<NWG, true, 1, MULTI, false>(epi, pc, m, a, device)
+                : launch_epi<NWG, false, 1, MULTI, false>(epi, pc, m, a, device);
 }
 
 /* Several jobs a CTA only in the 128-row shape (rows_plan): the 192-row one
  * serves a single row block. */
 template <int NWG>
-cudaError_t launch_shape(bool bf16, int cl, Epi epi, bool multi, fs_pdl_config &pc,
+cudaError_t launch_shape(bool bf16, int cl, bool share_h, Epi epi, bool multi, fs_pdl_config &pc,
                          const Maps &m, const Args &a, int device)
 {
     if constexpr (NWG == 2) {
         if (multi)
-            return launch_jobs<NWG, true>(bf16, cl, epi, pc, m, a, device);
+            return launch_jobs<NWG, true>(bf16, cl, false, epi, pc, m, a, device);
     }
-    return launch_jobs<NWG, false>(bf16, cl, epi, pc, m, a, device);
+    return launch_jobs<NWG, false>(bf16, cl, share_h, epi, pc, m, a, device);
 }
 
 /* Clusters of pairs of row blocks of a slot (blocks 2 c, 2 c + 1) when
@@ -653,10 +699,14 @@ cudaError_t launch_shape(bool bf16, int cl, Epi epi, bool multi, fs_pdl_config &
  * per row block (200 - 256 rows: 5-20% faster).  Three row blocks (257 -
  * 384 rows) gained nothing in clusters of 3, of which only 39 fit at once
  * (117 SMs).  multicast 2: an odd count of 3 or more pairs all but its last
- * row block (cta_job). */
-int cluster_size(int64_t n_rb, int multicast)
+ * row block (cta_job), and a single row block of br = 192 rows runs in
+ * pairs of neighbouring slots that share H (the kernel's lone pairs). */
+int cluster_size(int64_t n_rb, int br, int multicast)
 {
-    return (multicast && n_rb % 2 == 0) || (multicast == 2 && n_rb >= 3) ? 2 : 1;
+    return (multicast && n_rb % 2 == 0) ||
+                   (multicast == 2 && (n_rb >= 3 || (n_rb == 1 && br == Shape<3>::BR)))
+               ? 2
+               : 1;
 }
 
 /* 2-CTA clusters of shape NWG the current device holds at once (0: unknown),
@@ -673,12 +723,12 @@ template <int NWG> int max_clusters_2()
         if (k > 0)
             return k - 1;
     }
-    if (configure<NWG, true, 2, true, false, false>(device) != cudaSuccess)
+    if (configure<NWG, true, 2, true, false, false, false>(device) != cudaSuccess)
         return 0;
     fs_pdl_config pc(dim3(2), dim3(Shape<NWG>::THREADS), Shape<NWG>::SMEM, nullptr, false);
     pc.cluster_x(2);
     if (cudaOccupancyMaxActiveClusters(
-            &n, fshr_scan_kernel<NWG, true, 2, true, false, false>, &pc.cfg) != cudaSuccess) {
+            &n, fshr_scan_kernel<NWG, true, 2, true, false, false, false>, &pc.cfg) != cudaSuccess) {
         (void)cudaGetLastError();
         return 0;
     }
@@ -742,7 +792,7 @@ Plan rows_plan(int64_t V_local, int64_t rows, int sm_count, int multicast, int r
     const int64_t units = (V_local + UNIT - 1) / UNIT;
     const int64_t n_rb = row_blocks(rows, br);
     /* an odd count pairs its blocks in the one-job layout only (cta_job) */
-    const int cl = cluster_size(n_rb, jobs > 1 && n_rb % 2 ? 1 : multicast);
+    const int cl = cluster_size(n_rb, br, jobs > 1 && n_rb % 2 ? 1 : multicast);
     const int odd = cl == 2 && n_rb % 2 != 0;
     int64_t ctas = sm_count;
     if (cl == 2) {
@@ -952,7 +1002,9 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
                      wide ? Shape<3>::SMEM : Shape<2>::SMEM, stream, true);
     const bool bf = is_bf16 != 0;
     const Epi epi = argmax_only ? EPI_ARGMAX : tree_rows ? EPI_TREE : EPI_LSE;
-    e = wide ? launch_shape<3>(bf, cl, epi, p.by_tile != 0, pc, m, a, device)
-             : launch_shape<2>(bf, cl, epi, p.by_tile != 0, pc, m, a, device);
+    /* a single row block in clusters: lone pairs sharing H (cluster_size) */
+    const bool share_h = p.odd && n_rb == 1;
+    e = wide ? launch_shape<3>(bf, cl, share_h, epi, p.by_tile != 0, pc, m, a, device)
+             : launch_shape<2>(bf, cl, share_h, epi, p.by_tile != 0, pc, m, a, device);
     return (int)(e != cudaSuccess ? e : cudaGetLastError());
 }

@@ -80,7 +80,9 @@ static void test_jobs_where_they_pay(void **state)
 /* An odd count of row blocks in 2-CTA clusters (multicast 2): one job a
  * CTA, an even number of slots (their last row blocks pair across slots),
  * and the plan check walks the layout (pairs of a slot, then the last
- * blocks).  Below 3 blocks, or where fewer than 2 slots fit, unclustered. */
+ * blocks).  A single row block pairs slots only in 192-row blocks (they
+ * share H; on 99 SMs 98 slots), a single 128-row block and counts where
+ * fewer than 2 slots fit run unclustered. */
 static void test_odd_pairs(void **state)
 {
     (void)state;
@@ -92,7 +94,8 @@ static void test_odd_pairs(void **state)
         {320, 128, 132, 44, 132}, {640, 128, 132, 26, 130}, {896, 128, 132, 18, 126},
         {528, 192, 132, 44, 132}, {960, 192, 132, 26, 130}, {320, 128, 114, 38, 114},
         {640, 128, 114, 22, 110}, {640, 128, 78, 14, 70},   {320, 128, 99, 32, 96},
-        {320, 128, 4, 1, 3},      {160, 192, 132, 132, 132},
+        {320, 128, 4, 1, 3},      {160, 192, 132, 132, 132}, {160, 192, 99, 98, 98},
+        {128, 128, 99, 99, 99},   {160, 192, 1, 1, 1},
     };
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; ++i) {
         const plan_t p = plan_ok(151936, cs[i].rows, cs[i].sms, 2, cs[i].block, 0);
