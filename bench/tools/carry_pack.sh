@@ -24,6 +24,10 @@
 #   FS_PREBUILT=1 FS_BUILD_DIR=BUILD bash bench/tools/run_gpu_tests.sh
 #   bash bench/tools/ab_rounds.sh TAG "ARGS" base=BASE_BUILD/bench/flashspec_bench \
 #     new=BUILD/bench/flashspec_bench
+#
+# A device call brings back at most 8 files from $OUT: write the runs'
+# outputs elsewhere and end with one archive of them, e.g.
+#   OUT_ALL=$OUT; OUT=/tmp/o ...; tar czf "$OUT_ALL/out.tgz" -C /tmp/o .
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 if [ $# -lt 1 ] || [ $# -gt 2 ]; then
