@@ -255,11 +255,12 @@ template <bool NANP> __device__ __forceinline__ float vmax(float a, float b)
     return NANP ? fmax_nan(a, b) : fmaxf(a, b);
 }
 
-/* The thread's max m (logit units) and its lowest column; NANP: m is NaN if
- * a token is.  Max and argmax run as 8 independent chains: one chain of 64
- * compares is latency-bound. */
+/* The thread's max m (logit units) and, when col, its lowest column (else
+ * mcol = 0); NANP: m is NaN if a token is.  Max and argmax run as 8
+ * independent chains: one chain of 64 compares is latency-bound. */
 template <int HALF, int NA, bool NANP>
-__device__ __forceinline__ void max_part(const float (&acc)[NA], float &m, int &mcol, int gc)
+__device__ __forceinline__ void max_part(const float (&acc)[NA], float &m, int &mcol, int gc,
+                                         bool col)
 {
     constexpr int NJ = NA / 4;
     float mk[8];
@@ -276,6 +277,9 @@ __device__ __forceinline__ void max_part(const float (&acc)[NA], float &m, int &
                                                             FSHR_ACC(k + 8 * q + 8, 1))));
     m = vmax<NANP>(vmax<NANP>(vmax<NANP>(mk[0], mk[1]), vmax<NANP>(mk[2], mk[3])),
                    vmax<NANP>(vmax<NANP>(mk[4], mk[5]), vmax<NANP>(mk[6], mk[7])));
+    mcol = 0;
+    if (!col)
+        return;
     /* the lowest column holding m: columns ascend with (j, e) */
     int ck[8];
 #pragma unroll
@@ -504,15 +508,22 @@ __device__ __forceinline__ void noise(RowState &r, const float (&acc)[NA], int64
  * meaningless.  TREE: the rows are tree verify's (tree_children). */
 template <int HALF, int NA, bool LSE, bool TREE, class A>
 __device__ __forceinline__ void row_tile(RowState &r, float (&acc)[NA], int64_t v0, int ncols,
-                                         int gc, const A &a, const float4 *nz)
+                                         int gc, const A &a, const float4 *nz, bool col)
 {
     constexpr int NB = NA / 8;
     const int64_t g0 = a.vocab_offset + v0;
     prepare<HALF, NA, TREE>(r, acc, v0, ncols, gc, a);
     const float it = r.d->inv_temp, c = it * 1.4426950408889634f;
+    /* The argmax's id is read only for greedy rows (the token of sample,
+       verify and tree verify at T = 0) and as "some token is allowed" (>= 0,
+       fs_record_status); the log-sum-exp merge's tie-break by id leaves the
+       sum alone.  So where no row of the warp is greedy, the tile's first
+       token stands in for it, which saves the column search's compare and
+       select per token in the sampling epilogue (col: the caller's
+       greedy_rows). */
     float m;
     int mcol;
-    max_part<HALF, NA, !LSE>(acc, m, mcol, gc);
+    max_part<HALF, NA, !LSE>(acc, m, mcol, gc, col);
     float S4[NB], tot = 1.0f; /* argmax only: any positive sum */
     if (LSE) {
         block_sums<HALF, NA>(acc, c, m, S4);
@@ -545,6 +556,13 @@ __device__ __forceinline__ void row_tile(RowState &r, float (&acc)[NA], int64_t 
 }
 
 #undef FSHR_ACC
+
+/* Whether the warp holds a greedy row (RowState of rows ga, ga + 8): the
+ * only rows whose argmax id is read (row_tile's col). */
+__device__ __forceinline__ bool greedy_rows(const RowState &r0, const RowState &r1)
+{
+    return __any_sync(0xffffffffu, (r0.scan() && !r0.noisy()) || (r1.scan() && !r1.noisy()));
+}
 
 /* d: the row's descriptor in shared memory, with flags 0 for a row out of
  * range (scan() and noisy() read them). */
