@@ -389,10 +389,10 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
        In the SH kernels, launched only for one row block of the 192-row
        shape (launch_jobs) so that every CTA is in a lone pair, its rank 0
        loads each step's H box for both (multicast) while both run steps,
-       later steps load their own (issue_step): otherwise every
-       CTA reads H again for each tile, 0.68 of the 5.94 GB the 160-row
-       kernel moves through L2 on 128256 x 8192 (ncu), and sharing it made
-       144-192 rows 0.5-3% faster on an H100.  Kernels of their own: with
+       later steps load their own (issue_step): otherwise every CTA reads H
+       again for each tile, 0.68 of the 5.94 GB the 160-row kernel moves
+       through L2 on 128256 x 8192 (ncu), and sharing it made 144-192-row
+       calls 0.5-2% faster on an H100.  Kernels of their own: with
        this code in the clustered kernel that 3+ row blocks run, 528 rows
        (3 x 192) ran 3-5% slower even where it shared nothing; sharing in
        the two-warpgroup shape (97-128 rows) gained nothing.
