@@ -586,11 +586,10 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
 #else
             if (LSE)
                 mbar_wait(FSHR_NOISE_FULL, (uint32_t)(MULTI ? t0 + t : t) & 1u);
-            row_tile<0, NA, LSE, TREE>(r0, acc, v0, (int)nc, gc, a, s_noise + lr * (NBT / 2),
-                                       !LSE || greedy_rows(r0, r1));
+            const bool col = !LSE || greedy_rows(r0, r1); /* row_tile */
+            row_tile<0, NA, LSE, TREE>(r0, acc, v0, (int)nc, gc, a, s_noise + lr * (NBT / 2), col);
             row_tile<1, NA, LSE, TREE>(r1, acc, v0, (int)nc, gc, a,
-                                       s_noise + (lr + 8) * (NBT / 2),
-                                       !LSE || greedy_rows(r0, r1));
+                                       s_noise + (lr + 8) * (NBT / 2), col);
             if (LSE) /* the noise buffer is free for the next tile */
                 mbar_arrive(FSHR_NOISE_EMPTY);
 #endif
