@@ -57,7 +57,7 @@ typedef struct fs_scan_args {
  * merges every row's records and runs the finalizer. */
 typedef struct fs_tail_args {
     int op;                /* FS_OP_* to finalize; -1: merge into row_recs only (tensor parallel) */
-    unsigned int *counter; /* zeroed by the prep kernel */
+    unsigned int *counter; /* zeroed by the prep kernel (unused when `single`) */
     fs_record *row_recs;   /* [rows]: merged records (op -1, and verify's walk) */
     const int32_t *pre_status;
     int32_t *out_tokens;
@@ -68,6 +68,18 @@ typedef struct fs_tail_args {
     const int32_t *drafts;
     int64_t num_requests;
     int64_t stride; /* max_drafts + 1 */
+    /* The op in one launch (sample and draft argmax of a few rows on the
+       Hopper tile kernel; cuda_ops.cu): no prep kernel ran, so the scan
+       builds the row descriptors itself from these arrays (temperature NULL:
+       draft argmax), its CTA 0 stores them and the statuses where the tail
+       reads them (descs_out, pre_status_out), and its CTAs meet at a grid
+       barrier (a cooperative launch) instead of counting on `counter`, which
+       only a prep kernel could have zeroed. */
+    int single;
+    const float *temperature;
+    const uint64_t *seed, *offset;
+    fs_row_desc *descs_out;
+    int32_t *pre_status_out;
 } fs_tail_args;
 
 /* ---- device helpers ---------------------------------------------------- */

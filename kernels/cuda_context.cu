@@ -130,6 +130,9 @@ extern "C" fs_status fs_cuda_context_init(fs_context *ctx, int device_ordinal)
     /* FLASHSPEC_TAIL_ROWS_MAX=n: the scan's last CTA merges and finalizes
        ops of up to n rows (0: never), the merge kernel larger ones (A/B runs) */
     ctx->tail_rows_max = env_count("FLASHSPEC_TAIL_ROWS_MAX", FS_TAIL_ROWS_MAX_DEFAULT);
+    /* FLASHSPEC_SINGLE_LAUNCH=0: those ops launch the prep kernel before the
+       scan, as every other op does (A/B runs, tests of both paths) */
+    ctx->single_launch = env_count("FLASHSPEC_SINGLE_LAUNCH", 1) != 0;
     /* FLASHSPEC_FILTER_SECOND_PASS=1: every filtered row takes the filters'
        exact second pass, as if its candidates could not decide it (tests run
        both passes on the same rows) */

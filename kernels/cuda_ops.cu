@@ -234,6 +234,42 @@ static cudaError_t launch_hopper_rows(const fs_context *ctx, const fs_op_args *a
         ctx->sm_count, &o, stream);
 }
 
+/* The Hopper scans can take this op's fused scan (16-bit head, D and
+ * alignment; the context saw an sm_90 device). */
+static bool hopper_can(const fs_context *ctx, const fs_op_args *a)
+{
+    const fs_lm_head *h = a->head;
+    return ctx->hopper && h && h->dtype != FS_DTYPE_F32 && fs_hopper_supported(h->hidden_dim, 1) &&
+           fs_hopper_aligned(h->weight, a->hidden);
+}
+
+/* The Hopper scan options every op takes from its context. */
+static fs_hopper_opts hopper_opts(const fs_context *ctx, const fs_op_args *a)
+{
+    fs_hopper_opts o = {};
+    o.rows_min = ctx->hopper_rows_min;
+    o.no_multicast = ctx->hopper_no_multicast;
+    o.odd_pairs = ctx->hopper_odd_pairs;
+    o.row_block = ctx->hopper_row_block;
+    o.jobs = ctx->hopper_rows_jobs;
+    o.argmax_only = a->op == FS_OP_ARGMAX;
+    return o;
+}
+
+/* Sample and draft argmax of up to tail_rows_max rows, unfiltered and on one
+ * GPU, where the Hopper tile kernel takes them: the scan builds the row
+ * descriptors and ends the op itself (fs_tail_args.single), so the op is one
+ * launch and the prep kernel's ~1.5 us before the scan go (DESIGN "One row"). */
+static bool single_launch(const fs_context *ctx, const fs_op_args *a, bool filters, bool sharded)
+{
+    if (!ctx->single_launch || filters || sharded ||
+        (a->op != FS_OP_SAMPLE && a->op != FS_OP_ARGMAX) || a->rows > ctx->tail_rows_max ||
+        !hopper_can(ctx, a))
+        return false;
+    const fs_hopper_opts o = hopper_opts(ctx, a);
+    return fs_hopper_kernel_for(a->rows, &o) == FS_HOPPER_TILE;
+}
+
 cudaError_t fs_launch_fused_scan(fs_context *ctx, const fs_op_args *a, fs_scan_args *s,
                                  const fs_tail_args *tail, bool *tail_ran, bool *tile_kernel,
                                  cudaStream_t stream)
@@ -244,15 +280,8 @@ cudaError_t fs_launch_fused_scan(fs_context *ctx, const fs_op_args *a, fs_scan_a
     s->tiles_per_row = (a->vocab_size + FS_FUSED_TILE_V - 1) / FS_FUSED_TILE_V;
     if (h->dtype == FS_DTYPE_F32)
         return fs_launch_scan_simt(a, s, stream);
-    if (ctx->hopper && fs_hopper_supported(h->hidden_dim, 1) &&
-        fs_hopper_aligned(h->weight, a->hidden)) {
-        fs_hopper_opts o = {};
-        o.rows_min = ctx->hopper_rows_min;
-        o.no_multicast = ctx->hopper_no_multicast;
-        o.odd_pairs = ctx->hopper_odd_pairs;
-        o.row_block = ctx->hopper_row_block;
-        o.jobs = ctx->hopper_rows_jobs;
-        o.argmax_only = a->op == FS_OP_ARGMAX;
+    if (hopper_can(ctx, a)) {
+        fs_hopper_opts o = hopper_opts(ctx, a);
         o.tree_rows = s->tree_rows;
         o.tree_child_s = s->tree_child_s;
         /* candidate lists come from the tile kernel's per-block epilogue (the
@@ -278,6 +307,19 @@ cudaError_t fs_launch_fused_scan(fs_context *ctx, const fs_op_args *a, fs_scan_a
         for (int64_t r0 = 0; r0 < a->rows && e == cudaSuccess; r0 += per)
             e = launch_hopper_rows(ctx, a, s, o, n_recs, r0,
                                    a->rows - r0 < per ? a->rows - r0 : per, stream);
+        fs_tail_args plain;
+        if (e == cudaErrorCooperativeLaunchTooLarge && tail && tail->single) {
+            /* the grid could not be resident at once (SMs held by another
+               context, e.g. under MPS): prep first, the last-CTA tail */
+            (void)cudaGetLastError();
+            plain = *tail;
+            plain.single = 0;
+            o.tail = &plain;
+            e = fs_launch_prep(a, plain.descs_out, plain.pre_status_out, plain.counter, nullptr,
+                               stream);
+            if (e == cudaSuccess)
+                e = launch_hopper_rows(ctx, a, s, o, n_recs, 0, a->rows, stream);
+        }
         if (e != cudaErrorNoKernelImageForDevice && e != cudaErrorInvalidDeviceFunction) {
             /* at most min(sm_count, ceil(V / 128)) records per row, which the
                workspace holds */
@@ -288,6 +330,13 @@ cudaError_t fs_launch_fused_scan(fs_context *ctx, const fs_op_args *a, fs_scan_a
         }
         (void)cudaGetLastError();
         ctx->hopper = 0;
+        /* a single-launch op counted on the Hopper scan for its prep */
+        if (tail && tail->single) {
+            const cudaError_t ep = fs_launch_prep(a, tail->descs_out, tail->pre_status_out,
+                                                  tail->counter, nullptr, stream);
+            if (ep != cudaSuccess)
+                return ep;
+        }
     }
     return fs_launch_scan_mma(a, s, stream);
 }
@@ -341,16 +390,19 @@ extern "C" fs_status fs_cuda_run(fs_context *ctx, const fs_op_args *a)
     if (st != FS_OK)
         return st;
     cudaStream_t stream = static_cast<cudaStream_t>(ctx->stream);
+    const bool sharded = fs_tp_ranks(ctx) > 1;
+    const bool single = single_launch(ctx, a, filters, sharded);
     const char *step = "prep";
     cudaError_t e =
-        fs_launch_prep(a, w.descs, w.pre_status, w.counter, filters ? &pf : nullptr, stream);
-    const bool sharded = fs_tp_ranks(ctx) > 1;
+        single ? cudaSuccess
+               : fs_launch_prep(a, w.descs, w.pre_status, w.counter, filters ? &pf : nullptr,
+                                stream);
 
     fs_scan_args s = fs_scan_args_make(a, w.descs, w.tile_recs);
     s.cands = filters ? w.filt.cands : nullptr;
     /* the end of the op, for scans that run it in their last CTA: finalize
        unless the records must first be exchanged across vocabulary shards */
-    fs_tail_args t;
+    fs_tail_args t = {};
     t.op = sharded ? -1 : (int)a->op;
     t.counter = w.counter;
     t.row_recs = w.row_recs;
@@ -363,6 +415,12 @@ extern "C" fs_status fs_cuda_run(fs_context *ctx, const fs_op_args *a)
     t.drafts = a->op == FS_OP_VERIFY ? a->drafts->draft_tokens : nullptr;
     t.num_requests = requests;
     t.stride = a->op == FS_OP_VERIFY ? a->drafts->max_drafts + 1 : 1;
+    t.single = single;
+    t.temperature = single && a->op == FS_OP_SAMPLE ? a->params->temperature : nullptr;
+    t.seed = single && a->op == FS_OP_SAMPLE ? a->params->seed : nullptr;
+    t.offset = single && a->op == FS_OP_SAMPLE ? a->params->offset : nullptr;
+    t.descs_out = w.descs;
+    t.pre_status_out = w.pre_status;
     bool tail_ran = false;
     if (e == cudaSuccess) {
         step = a->head ? "fused scan" : "logits scan";

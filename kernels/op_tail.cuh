@@ -1,6 +1,6 @@
 /* The end of a fused op inside the scan kernel: the CTA that finishes last
  * merges every row's records and runs the op's finalizer, so a whole op is
- * one scan launch (after the small prep kernel) instead of scan + merge +
+ * one scan launch (after the small prep kernel, or alone: single) instead of scan + merge +
  * finalize.  As separate plain launches those cost about the 5% the fused op
  * may spend on top of the matmul (H100, 1-64 rows); with the merge kernel
  * launched programmatically (merge_finalize.cu) they no longer do, and one
@@ -10,7 +10,9 @@
  *
  * "Last" is decided by an atomic counter that the prep kernel zeroes; the
  * scan reads prep's output only after griddepcontrol.wait, so the zero is
- * visible.  Each CTA makes its records visible (__threadfence) before it
+ * visible.  A single-launch op (no prep kernel: fs_tail_args.single) has no
+ * zeroed counter; its CTAs meet at a grid barrier instead and CTA 0 runs
+ * fs_op_tail_run.  Each CTA makes its records visible (__threadfence) before it
  * counts itself, and the last one fences again before reading them.  The
  * merge order is fixed (slot order within a lane, then a butterfly), so the
  * result does not depend on which CTA came last. */
@@ -104,31 +106,19 @@ static __device__ __forceinline__ void fs_named_bar(int id, int threads)
     asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
-/* Run by `threads` threads of every CTA (tid 0 .. threads - 1, whole warps,
- * synchronised by named barrier bar_id) after each has written its records:
- * recs[row * n_recs + k], k < n_recs.  flag: a shared word; scratch: shared
- * memory no longer in use, for scratch_recs records (verify's walk reads the
- * merged records from there when they fit: one global round trip fewer per
- * step of a latency-bound walk). */
-static __device__ __forceinline__ void fs_op_tail(const fs_tail_args &t, const fs_record *recs,
-                                                  int64_t n_recs, int64_t rows,
-                                                  const fs_row_desc *descs, int tid, int threads,
-                                                  int bar_id, unsigned int *flag,
-                                                  fs_record *scratch, int64_t scratch_recs)
+/* The op's end, once every CTA's records are visible: `threads` threads of
+ * one CTA (tid 0 .. threads - 1, whole warps, named barrier bar_id) merge
+ * each row's records and finalize (fs_op_tail below, or a grid barrier in a
+ * single-launch op).  scratch: shared memory no longer in use, for
+ * scratch_recs records (verify's walk reads the merged records from there
+ * when they fit: one global round trip fewer per step of a latency-bound
+ * walk). */
+static __device__ __forceinline__ void fs_op_tail_run(const fs_tail_args &t, const fs_record *recs,
+                                                      int64_t n_recs, int64_t rows,
+                                                      const fs_row_desc *descs, int tid,
+                                                      int threads, int bar_id,
+                                                      fs_record *scratch, int64_t scratch_recs)
 {
-    __threadfence();
-    fs_named_bar(bar_id, threads);
-    if (tid == 0)
-        *flag = atomicAdd(t.counter, 1u) == gridDim.x - 1 ? 1u : 0u;
-    fs_named_bar(bar_id, threads);
-    if (!*flag)
-        return;
-#if FS_PROBE_NO_TAIL /* timing probe: the scan without its merge and finalize (no outputs) */
-    if (tid == 0)
-        *t.counter = 0u;
-    return;
-#endif
-    __threadfence();
     const int lane = tid & 31, warp = tid >> 5, warps = threads >> 5;
     const bool fin_rows = t.op == FS_OP_SAMPLE || t.op == FS_OP_ARGMAX;
     fs_record *merged = t.op == FS_OP_VERIFY && rows <= scratch_recs ? scratch : t.row_recs;
@@ -154,6 +144,29 @@ static __device__ __forceinline__ void fs_op_tail(const fs_tail_args &t, const f
                                 t.stride, t.out_tokens, t.out_values, t.out_num_emitted,
                                 t.out_row_status);
     }
+}
+
+/* Run by `threads` threads of every CTA (tid 0 .. threads - 1, whole warps,
+ * synchronised by named barrier bar_id) after each has written its records:
+ * recs[row * n_recs + k], k < n_recs.  The last CTA to count itself runs
+ * fs_op_tail_run.  flag: a shared word. */
+static __device__ __forceinline__ void fs_op_tail(const fs_tail_args &t, const fs_record *recs,
+                                                  int64_t n_recs, int64_t rows,
+                                                  const fs_row_desc *descs, int tid, int threads,
+                                                  int bar_id, unsigned int *flag,
+                                                  fs_record *scratch, int64_t scratch_recs)
+{
+    __threadfence();
+    fs_named_bar(bar_id, threads);
+    if (tid == 0)
+        *flag = atomicAdd(t.counter, 1u) == gridDim.x - 1 ? 1u : 0u;
+    fs_named_bar(bar_id, threads);
+    if (!*flag)
+        return;
+#if !FS_PROBE_NO_TAIL /* timing probe: the scan without its merge and finalize (no outputs) */
+    __threadfence();
+    fs_op_tail_run(t, recs, n_recs, rows, descs, tid, threads, bar_id, scratch, scratch_recs);
+#endif
     if (tid == 0)
         *t.counter = 0u;
 }

@@ -42,6 +42,14 @@ struct fs_pdl_config {
         cfg.attrs = attr;
         cfg.numAttrs = overlap ? 1 : 0;
     }
+    /* every CTA resident at once, for a grid barrier (cooperative_groups'
+       this_grid().sync()) */
+    void cooperative()
+    {
+        cudaLaunchAttribute &c = attr[cfg.numAttrs++];
+        c.id = cudaLaunchAttributeCooperative;
+        c.val.cooperative = 1;
+    }
     /* gridDim.x must be a multiple of n */
     void cluster_x(unsigned n)
     {

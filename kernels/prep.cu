@@ -44,23 +44,17 @@ __global__ void fs_prep_rows_kernel(int argmax, const float *__restrict__ temper
     }
     if (r >= rows)
         return;
-    if (argmax) {
-        descs[r] = fs_row_desc_make(0.0f, 0, 0, 0, -1, -1, (int32_t)r);
-        pre_status[r] = FS_ROW_OK;
-        return;
-    }
-    float t = temperature[r];
-    int32_t st = fs_temperature_status(t);
-    if (f.fdescs) {
+    int32_t st;
+    fs_row_desc d = fs_row_desc_sample(argmax ? nullptr : temperature, seed, offset, r, &st);
+    if (f.fdescs) { /* sample only */
         if (st == FS_ROW_OK)
             st = fs_filter_status(f.top_k, f.top_p, f.min_p, r);
         if (f.out_fallback)
             f.out_fallback[r] = 0;
+        if (st != FS_ROW_OK)
+            d = fs_row_desc_skip();
     }
     pre_status[r] = st;
-    fs_row_desc d = st != FS_ROW_OK ? fs_row_desc_skip()
-                                    : fs_row_desc_make(t, seed[r], offset ? offset[r] : 0, 0, -1,
-                                                       -1, (int32_t)r);
     if (f.fdescs)
         filter_row(f, r, global_vocab, d, &f.fdescs[r]);
     descs[r] = d;

@@ -26,6 +26,11 @@
  *              (row, CTA).
  *   tail       the last CTA to finish merges the records and finalizes the op
  *              (op_tail.cuh), unless the caller runs the merge itself.
+ *   single     sample and draft argmax of a few rows run as this one launch
+ *              (fs_tail_args.single): no prep kernel, so the consumers build
+ *              their rows' descriptors from the per-request arrays, CTA 0
+ *              stores them for the tail, and the CTAs meet at a grid barrier
+ *              (cooperative launch) after which CTA 0 merges and finalizes.
  *
  *   Rows past 160 go to the rows-as-M kernel (scan_hopper_rows.cu).  The
  *   measured alternatives (cluster / TMA-multicast variants of this kernel,
@@ -41,6 +46,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <cooperative_groups.h>
+
+#include "finalize.h"
 #include "hopper_ptx.cuh"
 #include "op_tail.cuh"
 #include "pdl.cuh"
@@ -256,6 +264,10 @@ __global__ void __launch_bounds__(THREADS, 1)
                 }
             }
         }
+        if (!FILT && a.tail.single) { /* the grid barrier's __syncthreads counts this warp too */
+            __syncwarp();
+            cooperative_groups::this_grid().sync();
+        }
         return;
     }
 
@@ -284,8 +296,20 @@ __global__ void __launch_bounds__(THREADS, 1)
     e.v0 = 0;
     e.d.flags = 0;
     const bool row_ok = e_active && e.row < a.rows;
-    if (row_ok)
+    if (!FILT && a.tail.single) {
+        /* one launch: no prep kernel ran; CTA 0 stores what the tail reads */
+        int32_t st;
+        if (row_ok)
+            e.d = fs_row_desc_sample(a.tail.temperature, a.tail.seed, a.tail.offset, e.row, &st);
+        if (blockIdx.x == 0)
+            for (int64_t r = ct; r < a.rows; r += NCT) {
+                a.tail.descs_out[r] =
+                    fs_row_desc_sample(a.tail.temperature, a.tail.seed, a.tail.offset, r, &st);
+                a.tail.pre_status_out[r] = st;
+            }
+    } else if (row_ok) {
         e.d = a.descs[e.row];
+    }
     e.scan = row_ok && (e.d.flags & FS_ROWF_VALID) ? 1 : 0;
     e.write = row_ok && q == 0 ? 1 : 0;
     e.filt = FILT && e.scan && (e.d.flags & FS_ROWF_FILTER) ? 1 : 0;
@@ -375,10 +399,19 @@ __global__ void __launch_bounds__(THREADS, 1)
                 }
         }
     }
-    if (a.tail_on)
+    if (!FILT && a.tail.single) {
+        /* every CTA's records (and CTA 0's descriptors) written and visible */
+        __threadfence();
+        cooperative_groups::this_grid().sync();
+        if (blockIdx.x == 0)
+            fs_op_tail_run(a.tail, a.recs, a.n_recs, a.rows, a.descs, ct, NCT, 1,
+                           reinterpret_cast<fs_record *>(smem),
+                           (C::STAGES * C::STAGE_BYTES) / (int)sizeof(fs_record));
+    } else if (a.tail_on) {
         fs_op_tail(a.tail, a.recs, a.n_recs, a.rows, a.descs, ct, NCT, 1, tail_flag,
                    reinterpret_cast<fs_record *>(smem), /* the stages: all consumed */
                    (C::STAGES * C::STAGE_BYTES) / (int)sizeof(fs_record));
+    }
 #undef FSH_FULL
 #undef FSH_EMPTY
 }
@@ -436,8 +469,15 @@ cudaError_t launch(const CUtensorMap &tw, const void *H, int is_bf16, int64_t D,
     Args a = a0;
     a.kblocks = (a0.kblocks + Cfg<BN>::KS - 1) / Cfg<BN>::KS; /* stages per tile */
     a.stage_tx = Cfg<BN>::KS * (Cfg<BN>::WBOX + hb * BK * 2);
-    /* programmatic launch: overlaps the prep kernel (see fs_pdl_wait above) */
-    fs_pdl_config pc(dim3((unsigned)grid), dim3(THREADS), Cfg<BN>::SMEM, stream, true);
+    /* programmatic launch: overlaps the prep kernel (see fs_pdl_wait above);
+       a single-launch op has no prep kernel and must not overlap the
+       caller's kernel before it (which may still be writing H): a plain
+       launch, cooperative for its grid barrier (the grid is at most one CTA
+       an SM, fs_hopper_records_per_row) */
+    fs_pdl_config pc(dim3((unsigned)grid), dim3(THREADS), Cfg<BN>::SMEM, stream,
+                     !a0.tail.single);
+    if (a0.tail.single)
+        pc.cooperative();
     const bool filt = a.cands != nullptr;
     if (is_bf16)
         e = filt ? launch_one<BN, true, true>(tw, th, a, pc, device)
@@ -568,8 +608,8 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
     const fs_tree_row *tree_rows = opts ? opts->tree_rows : nullptr;
 
     if (fs_hopper_kernel_for(rows, opts) == FS_HOPPER_ROWS) {
-        if (opts && opts->cands)
-            return (int)cudaErrorInvalidValue; /* no candidate lists in the rows kernel */
+        if ((opts && opts->cands) || (tail && tail->single))
+            return (int)cudaErrorInvalidValue; /* no candidate lists, no single launch there */
         const RowsKnobs k = rows_knobs(rows, opts);
         return fs_hopper_rows_launch(W, H, is_bf16, V_local, D, rows, vocab_offset, global_vocab,
                                      descs, logit_bias, allowed, recs, n_recs, tail, k.multicast,
@@ -578,6 +618,8 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
                                      tree_rows ? opts->tree_child_s : nullptr, device, stream);
     }
 
+    if (tail && tail->single && opts->cands)
+        return (int)cudaErrorInvalidValue; /* the filtered kernels have no single launch */
     const int bn = pick_bn(rows);
     Args a;
     fill_scan_args(a, descs, logit_bias, allowed, recs, rows, V_local, vocab_offset, global_vocab,

@@ -48,6 +48,23 @@ FS_HD fs_row_desc fs_row_desc_skip(void)
     return d;
 }
 
+/* Row r of fs_sample (request r at position 0) as the CUDA prep builds it,
+ * and the request's status before the scan; temperature NULL: a row of
+ * fs_draft_argmax (greedy, no parameters).  offset may be NULL (all 0). */
+FS_HD fs_row_desc fs_row_desc_sample(const float *temperature, const uint64_t *seed,
+                                     const uint64_t *offset, int64_t r, int32_t *status)
+{
+    if (!temperature) {
+        *status = FS_ROW_OK;
+        return fs_row_desc_make(0.0f, 0, 0, 0, -1, -1, (int32_t)r);
+    }
+    const float t = temperature[r];
+    *status = fs_temperature_status(t);
+    return *status != FS_ROW_OK ? fs_row_desc_skip()
+                                : fs_row_desc_make(t, seed[r], offset ? offset[r] : 0, 0, -1, -1,
+                                                   (int32_t)r);
+}
+
 /* Status of a row whose scan finished: the record decides. */
 FS_HD int32_t fs_record_status(const fs_record *r)
 {

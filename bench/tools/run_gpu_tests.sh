@@ -156,8 +156,8 @@ fi
 if [ -n "${FS_SAN_TESTS:-}" ]; then
   read -r -a san_tests <<<"$FS_SAN_TESTS"
 else
-  san_tests=(test_gpu_bad_input test_gpu_graph test_gpu_agree test_gpu_stat test_gpu_realistic
-    test_gpu_filter test_gpu_tree)
+  san_tests=(test_gpu_bad_input test_gpu_graph test_gpu_single test_gpu_agree test_gpu_stat
+    test_gpu_realistic test_gpu_filter test_gpu_tree)
 fi
 read -r -a san_tools <<<"${FS_SAN_TOOLS:-memcheck racecheck initcheck}"
 for tool in "${san_tools[@]}"; do
