@@ -68,13 +68,16 @@ typedef struct fs_tail_args {
     const int32_t *drafts;
     int64_t num_requests;
     int64_t stride; /* max_drafts + 1 */
-    /* The op in one launch (sample and draft argmax of a few rows on the
-       Hopper tile kernel; cuda_ops.cu): no prep kernel ran, so the scan
-       builds the row descriptors itself from these arrays (temperature NULL:
-       draft argmax), its CTA 0 stores them and the statuses where the tail
-       reads them (descs_out, pre_status_out), and its CTAs meet at a grid
-       barrier (a cooperative launch) instead of counting on `counter`, which
-       only a prep kernel could have zeroed. */
+    /* The op in one launch (unfiltered sample, draft argmax and verify on
+       the Hopper tile kernel, one GPU; cuda_ops.cu): no prep kernel ran, so
+       the scan builds the row descriptors itself from these arrays and the
+       verify fields above (temperature NULL: draft argmax; scan_prep.cuh),
+       its CTA 0 stores them and the statuses where the op's end reads them
+       (descs_out, pre_status_out), and its CTAs meet at a grid barrier (a
+       cooperative launch) instead of counting on `counter`, which only a
+       prep kernel could have zeroed.  1: up to tail_rows_max rows, CTA 0
+       then ends the op (fs_op_tail_run); 2: more rows, every CTA merges
+       rows as a merge block would (fs_op_tail_grid). */
     int single;
     const float *temperature;
     const uint64_t *seed, *offset;

@@ -256,15 +256,13 @@ static fs_hopper_opts hopper_opts(const fs_context *ctx, const fs_op_args *a)
     return o;
 }
 
-/* Sample and draft argmax of up to tail_rows_max rows, unfiltered and on one
- * GPU, where the Hopper tile kernel takes them: the scan builds the row
- * descriptors and ends the op itself (fs_tail_args.single), so the op is one
- * launch and the prep kernel's ~1.5 us before the scan go (DESIGN "One row"). */
+/* Unfiltered sample, draft argmax and verify on one GPU, where the Hopper
+ * tile kernel takes them: the scan builds the row descriptors and ends the
+ * op itself (fs_tail_args.single), so the op is one launch instead of prep,
+ * scan, merge (and verify's finalize) (DESIGN "One launch"). */
 static bool single_launch(const fs_context *ctx, const fs_op_args *a, bool filters, bool sharded)
 {
-    if (!ctx->single_launch || filters || sharded ||
-        (a->op != FS_OP_SAMPLE && a->op != FS_OP_ARGMAX) || a->rows > ctx->tail_rows_max ||
-        !hopper_can(ctx, a))
+    if (!ctx->single_launch || filters || sharded || !hopper_can(ctx, a))
         return false;
     const fs_hopper_opts o = hopper_opts(ctx, a);
     return fs_hopper_kernel_for(a->rows, &o) == FS_HOPPER_TILE;
@@ -298,7 +296,10 @@ cudaError_t fs_launch_fused_scan(fs_context *ctx, const fs_op_args *a, fs_scan_a
            bandwidth while the others idle: past tail_rows_max rows the merge
            kernel (programmatic launch, a block per row) is faster; the
            filters and tree verify finish in the merge kernel */
-        o.tail = a->rows <= ctx->tail_rows_max && !filt && !s->tree_rows ? tail : nullptr;
+        o.tail = (a->rows <= ctx->tail_rows_max || (tail && tail->single)) && !filt &&
+                         !s->tree_rows
+                     ? tail
+                     : nullptr;
         const int64_t chunks = filt ? (a->rows + FS_HOPPER_TILE_MAX_ROWS - 1) / FS_HOPPER_TILE_MAX_ROWS
                                     : 1;
         const int64_t per = (a->rows + chunks - 1) / chunks;
@@ -314,7 +315,7 @@ cudaError_t fs_launch_fused_scan(fs_context *ctx, const fs_op_args *a, fs_scan_a
             (void)cudaGetLastError();
             plain = *tail;
             plain.single = 0;
-            o.tail = &plain;
+            o.tail = a->rows <= ctx->tail_rows_max ? &plain : nullptr;
             e = fs_launch_prep(a, plain.descs_out, plain.pre_status_out, plain.counter, nullptr,
                                stream);
             if (e == cudaSuccess)
@@ -415,10 +416,10 @@ extern "C" fs_status fs_cuda_run(fs_context *ctx, const fs_op_args *a)
     t.drafts = a->op == FS_OP_VERIFY ? a->drafts->draft_tokens : nullptr;
     t.num_requests = requests;
     t.stride = a->op == FS_OP_VERIFY ? a->drafts->max_drafts + 1 : 1;
-    t.single = single;
-    t.temperature = single && a->op == FS_OP_SAMPLE ? a->params->temperature : nullptr;
-    t.seed = single && a->op == FS_OP_SAMPLE ? a->params->seed : nullptr;
-    t.offset = single && a->op == FS_OP_SAMPLE ? a->params->offset : nullptr;
+    t.single = !single ? 0 : a->rows <= ctx->tail_rows_max ? 1 : 2;
+    t.temperature = single && a->op != FS_OP_ARGMAX ? a->params->temperature : nullptr;
+    t.seed = single && a->op != FS_OP_ARGMAX ? a->params->seed : nullptr;
+    t.offset = single && a->op != FS_OP_ARGMAX ? a->params->offset : nullptr;
     t.descs_out = w.descs;
     t.pre_status_out = w.pre_status;
     bool tail_ran = false;

@@ -10,7 +10,6 @@
 #include "op_tail.cuh"
 #include "pdl.cuh"
 
-#define FS_MERGE_THREADS 256
 #define FS_FINALIZE_THREADS 128
 
 /* One block per row.  Thread t merges tiles t, t + 256, ... in that order

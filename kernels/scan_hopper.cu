@@ -48,13 +48,13 @@
 
 #include <cooperative_groups.h>
 
-#include "finalize.h"
 #include "hopper_ptx.cuh"
 #include "op_tail.cuh"
 #include "pdl.cuh"
 #include "philox.h"
 #include "record.h"
 #include "record_shfl.cuh"
+#include "scan_prep.cuh"
 #include "wgmma.cuh"
 
 namespace fsh {
@@ -264,9 +264,13 @@ __global__ void __launch_bounds__(THREADS, 1)
                 }
             }
         }
-        if (!FILT && a.tail.single) { /* the grid barrier's __syncthreads counts this warp too */
+        if (!FILT && a.tail.single) {
+            /* the consumers' grid barriers (__syncthreads inside) count this
+               warp too: one, and verify's second past tail_rows_max rows */
             __syncwarp();
             cooperative_groups::this_grid().sync();
+            if (a.tail.single == 2 && a.tail.op == FS_OP_VERIFY)
+                cooperative_groups::this_grid().sync();
         }
         return;
     }
@@ -297,16 +301,13 @@ __global__ void __launch_bounds__(THREADS, 1)
     e.d.flags = 0;
     const bool row_ok = e_active && e.row < a.rows;
     if (!FILT && a.tail.single) {
-        /* one launch: no prep kernel ran; CTA 0 stores what the tail reads */
-        int32_t st;
+        /* one launch: no prep kernel ran (scan_prep.cuh); CTA 0 stores what
+           the op's end reads */
+        const int32_t layout = fs_scan_prep_layout(a.tail, a.rows, ct, NCT, 1);
         if (row_ok)
-            e.d = fs_row_desc_sample(a.tail.temperature, a.tail.seed, a.tail.offset, e.row, &st);
+            e.d = fs_scan_prep_row(a.tail, layout, e.row, a.global_vocab);
         if (blockIdx.x == 0)
-            for (int64_t r = ct; r < a.rows; r += NCT) {
-                a.tail.descs_out[r] =
-                    fs_row_desc_sample(a.tail.temperature, a.tail.seed, a.tail.offset, r, &st);
-                a.tail.pre_status_out[r] = st;
-            }
+            fs_scan_prep_store(a.tail, layout, a.rows, a.global_vocab, ct, NCT);
     } else if (row_ok) {
         e.d = a.descs[e.row];
     }
@@ -400,13 +401,21 @@ __global__ void __launch_bounds__(THREADS, 1)
         }
     }
     if (!FILT && a.tail.single) {
-        /* every CTA's records (and CTA 0's descriptors) written and visible */
+        /* every CTA's records (and CTA 0's descriptors) written and visible;
+           then the op ends as the last-CTA tail (single 1) or as the merge
+           and finalize kernels (2) would end it */
         __threadfence();
         cooperative_groups::this_grid().sync();
-        if (blockIdx.x == 0)
-            fs_op_tail_run(a.tail, a.recs, a.n_recs, a.rows, a.descs, ct, NCT, 1,
-                           reinterpret_cast<fs_record *>(smem),
-                           (C::STAGES * C::STAGE_BYTES) / (int)sizeof(fs_record));
+        fs_record *scratch = reinterpret_cast<fs_record *>(smem); /* the stages: all consumed */
+        if (a.tail.single == 1) {
+            if (blockIdx.x == 0)
+                fs_op_tail_run(a.tail, a.recs, a.n_recs, a.rows, a.descs, ct, NCT, 1, scratch,
+                               (C::STAGES * C::STAGE_BYTES) / (int)sizeof(fs_record));
+        } else {
+            static_assert(NCT == FS_MERGE_THREADS, "the merge kernel's order");
+            fs_op_tail_grid(a.tail, a.recs, a.n_recs, a.rows, a.descs, ct, NCT, 1, scratch,
+                            [] { cooperative_groups::this_grid().sync(); });
+        }
     } else if (a.tail_on) {
         fs_op_tail(a.tail, a.recs, a.n_recs, a.rows, a.descs, ct, NCT, 1, tail_flag,
                    reinterpret_cast<fs_record *>(smem), /* the stages: all consumed */
