@@ -177,17 +177,26 @@ static __device__ __forceinline__ void fs_record_warp_reduce(fs_record *r)
     }
 }
 
-/* Merge a block's records (blockDim.x a multiple of 32, at most 1024) into
- * the return value of thread 0.  `scratch` holds 32 records. */
-static __device__ __forceinline__ fs_record fs_record_block_reduce(fs_record r,
-                                                                   fs_record *scratch)
+/* bar.sync on barrier `id` for `threads` threads (whole warps; id 0 with
+ * every thread of the block is __syncthreads). */
+static __device__ __forceinline__ void fs_named_bar(int id, int threads)
 {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int warps = blockDim.x >> 5;
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+/* Merge the records of threads tid 0 .. threads - 1 (a multiple of 32, at
+ * most 1024; synchronised by barrier bar_id) into the return value of tid
+ * 0: a fixed tree, so equal thread counts give equal bits.  `scratch` holds
+ * 32 records and is still being read by warp 0 when this returns. */
+static __device__ __forceinline__ fs_record fs_record_block_reduce_bar(fs_record r,
+                                                                      fs_record *scratch, int tid,
+                                                                      int threads, int bar_id)
+{
+    const int lane = tid & 31, warp = tid >> 5, warps = threads >> 5;
     fs_record_warp_reduce(&r);
     if (lane == 0)
         scratch[warp] = r;
-    __syncthreads();
+    fs_named_bar(bar_id, threads);
     if (warp == 0) {
         if (lane < warps) {
             r = scratch[lane];
@@ -197,6 +206,13 @@ static __device__ __forceinline__ fs_record fs_record_block_reduce(fs_record r,
         fs_record_warp_reduce(&r);
     }
     return r;
+}
+
+/* The block's records (blockDim.x a multiple of 32, at most 1024). */
+static __device__ __forceinline__ fs_record fs_record_block_reduce(fs_record r,
+                                                                   fs_record *scratch)
+{
+    return fs_record_block_reduce_bar(r, scratch, threadIdx.x, blockDim.x, 0);
 }
 
 /* Epilogue shared by the fused kernels: S holds the tile's fp32 logits as

@@ -21,6 +21,8 @@
 
 #include <stdint.h>
 
+#include <cooperative_groups.h>
+
 #include "cuda_common.cuh"
 
 /* Finalize one sample or argmax row from its merged record.  Rows whose
@@ -101,11 +103,6 @@ static __device__ __forceinline__ void fs_finalize_request(
     }
 }
 
-static __device__ __forceinline__ void fs_named_bar(int id, int threads)
-{
-    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-
 /* The op's end, once every CTA's records are visible: `threads` threads of
  * one CTA (tid 0 .. threads - 1, whole warps, named barrier bar_id) merge
  * each row's records and finalize (fs_op_tail below, or a grid barrier in a
@@ -147,49 +144,25 @@ static __device__ __forceinline__ void fs_op_tail_run(const fs_tail_args &t, con
 }
 
 /* Threads of a merge kernel's block (merge_finalize.cu): one block merges a
- * row; fs_op_tail_grid merges in the same order with as many threads. */
+ * row; fs_op_tail_grid merges in the same order (fs_record_block_reduce_bar
+ * over as many threads). */
 #define FS_MERGE_THREADS 256
-
-/* fs_record_block_reduce (cuda_common.cuh) for `threads` threads
- * synchronised by named barrier bar_id: the same tree, so with threads =
- * FS_MERGE_THREADS the merge kernel's result bit for bit.  scratch: 32
- * records; free again when it returns. */
-static __device__ __forceinline__ fs_record fs_record_block_reduce_bar(fs_record r,
-                                                                      fs_record *scratch, int tid,
-                                                                      int threads, int bar_id)
-{
-    const int lane = tid & 31, warp = tid >> 5, warps = threads >> 5;
-    fs_record_warp_reduce(&r);
-    if (lane == 0)
-        scratch[warp] = r;
-    fs_named_bar(bar_id, threads);
-    if (warp == 0) {
-        if (lane < warps)
-            r = scratch[lane];
-        else
-            fs_record_init(&r);
-        fs_record_warp_reduce(&r);
-    }
-    fs_named_bar(bar_id, threads);
-    return r;
-}
 
 /* The end of a single-launch op of more than tail_rows_max rows, once every
  * CTA's records are visible (a grid barrier): as the merge kernel and the
  * finalize kernel would do it, with the same results.  CTA b of G merges rows
  * b, b + G, ... the way a merge block does (FS_MERGE_THREADS threads; rows
  * whose descriptor is not valid get an empty record) and finalizes sample and
- * argmax rows (thread 0); verify stores them in row_recs and, after
- * grid_sync() -- the second grid barrier, which every thread of every CTA
- * must reach -- each warp of the grid walks a request as
+ * argmax rows (thread 0); verify stores them in row_recs and, after a
+ * second grid barrier (which every thread of every CTA must reach: the
+ * caller's other threads too) each warp of the grid walks a request as
  * fs_finalize_verify_kernel's warps do.  descs and pre_status were written
  * by another CTA before the barrier: read through L2. */
-template <class GridSync>
 static __device__ __forceinline__ void fs_op_tail_grid(const fs_tail_args &t, const fs_record *recs,
                                                        int64_t n_recs, int64_t rows,
                                                        const fs_row_desc *descs, int tid,
                                                        int threads, int bar_id,
-                                                       fs_record *scratch, GridSync grid_sync)
+                                                       fs_record *scratch)
 {
     const bool fin_rows = t.op == FS_OP_SAMPLE || t.op == FS_OP_ARGMAX;
     for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
@@ -204,6 +177,7 @@ static __device__ __forceinline__ void fs_op_tail_grid(const fs_tail_args &t, co
         if (d.flags & FS_ROWF_VALID)
             acc = fs_merge_run(recs + row * n_recs, n_recs, tid, threads);
         acc = fs_record_block_reduce_bar(acc, scratch, tid, threads, bar_id);
+        fs_named_bar(bar_id, threads); /* scratch free for the next row */
         if (tid != 0)
             continue;
         if (fin_rows)
@@ -215,7 +189,7 @@ static __device__ __forceinline__ void fs_op_tail_grid(const fs_tail_args &t, co
     if (t.op != FS_OP_VERIFY)
         return;
     __threadfence();
-    grid_sync();
+    cooperative_groups::this_grid().sync();
     const int warps = threads >> 5;
     for (int64_t r = (int64_t)blockIdx.x * warps + (tid >> 5); r < t.num_requests;
          r += (int64_t)gridDim.x * warps)

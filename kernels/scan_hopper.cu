@@ -26,11 +26,13 @@
  *              (row, CTA).
  *   tail       the last CTA to finish merges the records and finalizes the op
  *              (op_tail.cuh), unless the caller runs the merge itself.
- *   single     sample and draft argmax of a few rows run as this one launch
- *              (fs_tail_args.single): no prep kernel, so the consumers build
- *              their rows' descriptors from the per-request arrays, CTA 0
- *              stores them for the tail, and the CTAs meet at a grid barrier
- *              (cooperative launch) after which CTA 0 merges and finalizes.
+ *   single     unfiltered sample, draft argmax and verify run as this one
+ *              launch (fs_tail_args.single): no prep kernel, so the
+ *              consumers build their rows' descriptors from the per-request
+ *              arrays (scan_prep.cuh), CTA 0 stores them for the op's end,
+ *              and the CTAs meet at a grid barrier (cooperative launch),
+ *              after which CTA 0 ends the op (up to tail_rows_max rows) or
+ *              every CTA merges rows as the merge kernel would.
  *
  *   Rows past 160 go to the rows-as-M kernel (scan_hopper_rows.cu).  The
  *   measured alternatives (cluster / TMA-multicast variants of this kernel,
@@ -413,8 +415,7 @@ __global__ void __launch_bounds__(THREADS, 1)
                                (C::STAGES * C::STAGE_BYTES) / (int)sizeof(fs_record));
         } else {
             static_assert(NCT == FS_MERGE_THREADS, "the merge kernel's order");
-            fs_op_tail_grid(a.tail, a.recs, a.n_recs, a.rows, a.descs, ct, NCT, 1, scratch,
-                            [] { cooperative_groups::this_grid().sync(); });
+            fs_op_tail_grid(a.tail, a.recs, a.n_recs, a.rows, a.descs, ct, NCT, 1, scratch);
         }
     } else if (a.tail_on) {
         fs_op_tail(a.tail, a.recs, a.n_recs, a.rows, a.descs, ct, NCT, 1, tail_flag,

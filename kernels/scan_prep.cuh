@@ -88,16 +88,16 @@ static __device__ __forceinline__ void fs_scan_prep_store(const fs_tail_args &t,
                                                           int64_t rows, int64_t global_vocab,
                                                           int tid, int threads)
 {
-    for (int64_t i = tid; i < rows; i += threads)
-        t.descs_out[i] = fs_scan_prep_row(t, layout, i, global_vocab);
-    if (t.op != FS_OP_VERIFY) {
+    if (t.op != FS_OP_VERIFY) { /* a row is a request */
         for (int64_t r = tid; r < rows; r += threads) {
             int32_t st;
-            (void)fs_row_desc_sample(t.temperature, t.seed, t.offset, r, &st);
+            t.descs_out[r] = fs_row_desc_sample(t.temperature, t.seed, t.offset, r, &st);
             t.pre_status_out[r] = st;
         }
         return;
     }
+    for (int64_t i = tid; i < rows; i += threads)
+        t.descs_out[i] = fs_scan_prep_row(t, layout, i, global_vocab);
     for (int64_t r = tid; r < t.num_requests; r += threads)
         t.pre_status_out[r] = fs_scan_prep_request(t, layout, r, global_vocab);
 }

@@ -70,8 +70,9 @@ struct fs_context {
     int hopper_rows_jobs;    /* the rows kernel's jobs per CTA; 0: automatic */
     int64_t tail_rows_max;   /* the Hopper scan's last CTA ends ops of up to this many rows;
                                 past it, a merge kernel on every SM does */
-    int single_launch;       /* sample and draft argmax of up to tail_rows_max rows on the
-                                Hopper tile kernel run as one launch, without prep */
+    int single_launch;       /* unfiltered sample, draft argmax and verify on the Hopper
+                                tile kernel run as one launch, without prep, merge or
+                                finalize kernels */
     int filter_force_second_pass; /* FLASHSPEC_FILTER_SECOND_PASS: every filtered row takes the
                                      filters' second pass (tests of that pass) */
     char last_error[512];
