@@ -11,9 +11,10 @@
  * With no row handed over, every block returns at once: the op pays one
  * launch of a few microseconds for a pass it rarely needs.
  *
- * Scores are recomputed with an fp32 dot product in a fixed order (k
- * ascending), so every histogram pass and the draw see the same scores; for
- * fused ops they are not the tensor-core scan's bit for bit, so the row's
+ * Scores are recomputed by the same code in every pass -- tensor cores
+ * (mma.sync) for 16-bit LM heads, an fp32 dot product in a fixed order
+ * otherwise -- so every histogram pass and the draw see the same scores; for
+ * fused ops they are not the scan's bit for bit, so the row's
  * kept set, noise and log-sum-exp all come from this pass's scores (its own
  * max for min-p; the first pass's max only scales the masses).  Masses are
  * fixed point (FS_FB_MASS_ONE) so the atomics that sum them are
@@ -22,6 +23,7 @@
 #include <cuda_fp16.h>
 
 #include "filter_gpu.cuh"
+#include "mma_sync.cuh"
 #include "op_tail.cuh"
 
 namespace cg = cooperative_groups;
@@ -34,6 +36,7 @@ constexpr int GROUP = 32;            /* handed-over rows scored together */
 constexpr int KC = 32;               /* D per staged chunk */
 constexpr int WP = KC + 1;           /* staged W row pitch: conflict-free column reads */
 constexpr int SP = TILE + 1;         /* score row pitch */
+static_assert(TILE % 32 == 0 && THREADS % TILE == 0, "hist_pass: a warp's tokens share a row");
 
 struct Smem {
     union {
@@ -74,10 +77,111 @@ __device__ __forceinline__ void fma_chunk(float (&acc)[GROUP / (THREADS / TILE)]
     }
 }
 
+/* 16 bytes of the LM head, asking L2 to fetch the 256-byte segment around
+ * them: a warp's next steps along the same rows then hit L2 (a one-row
+ * top-p call on 151936 x 4096, four passes: 2.61 -> 2.53 ms, H100). */
+__device__ __forceinline__ uint4 ldg_w(const uint16_t *p)
+{
+    uint4 r;
+    asm("ld.global.nc.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+        : "l"(p));
+    return r;
+}
+
+/* Raw logits of the tile's tokens for the group's first 8 * NT slots into
+ * sm.sc, on tensor cores.  Warp w takes tokens v0 + 16 w .. + 15 (the MMA's
+ * M) against the slots' hidden states (N), K in steps of 32 loaded from
+ * global memory straight into the fragments: lane (g, q) loads 16 bytes --
+ * k 8q .. 8q + 7 of the step -- of tokens g and g + 8 and of slot g of every
+ * n-tile.  The MMAs' k slots are thus a permutation of the step's k (the
+ * same for W and H, so the dot product is unchanged), and a warp's loads are
+ * whole 64-byte row segments with no shared memory and no barrier: a warp
+ * runs at its own pace, U steps of loads in flight.  A one-row pass over
+ * 151936 x 4096 takes ~0.5 ms (the weight stream: 0.42) where the fp32 loop
+ * took ~1.4 ms, latency-bound on its staged loads and barriers (H100).  With
+ * 17-32 slots (NT = 4, U = 2: registers) a pass is ~1 ms.
+ * Every pass and the draw run this code, so they see the same scores;
+ * empty slots load zeros (their columns are never read). */
+template <bool BF16, int NT>
+__device__ __forceinline__ void mma_tile(Smem &sm, const fs_fallback_src &src,
+                                         const fs_fallback_row *fb, int64_t V, int64_t v0)
+{
+    constexpr int U = NT >= 2 ? 2 : 4;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int g = lane >> 2, q = lane & 3;
+    const int64_t D = src.D;
+    const uint16_t *W = static_cast<const uint16_t *>(src.weight);
+    const uint16_t *H = static_cast<const uint16_t *>(src.hidden);
+    const int64_t t_lo = v0 + warp * 16 + g, t_hi = t_lo + 8;
+    const bool lo_ok = t_lo < V, hi_ok = t_hi < V;
+    const uint16_t *w_lo = W + (lo_ok ? t_lo : 0) * D + 8 * q;
+    const uint16_t *w_hi = W + (hi_ok ? t_hi : 0) * D + 8 * q;
+    const uint16_t *h_row[NT];
+    bool h_ok[NT];
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+        const int fi = sm.rows[8 * j + g];
+        h_ok[j] = fi >= 0;
+        h_row[j] = H + (fi >= 0 ? fb[fi].row : 0) * D + 8 * q;
+    }
+    float acc[NT][4];
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+        acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+    const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+    for (int64_t k0 = 0; k0 < D; k0 += 32 * U) {
+        uint4 a[U][2], b[U][NT];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int64_t k = k0 + 32 * u;
+            const bool kin = k + 8 * q < D; /* D % 8 == 0: 8 halves all in or all out */
+            a[u][0] = kin && lo_ok ? ldg_w(w_lo + k) : zero;
+            a[u][1] = kin && hi_ok ? ldg_w(w_hi + k) : zero;
+#pragma unroll
+            for (int j = 0; j < NT; ++j)
+                b[u][j] = kin && h_ok[j] ? __ldg(reinterpret_cast<const uint4 *>(h_row[j] + k))
+                                         : zero;
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const uint32_t a0[4] = {a[u][0].x, a[u][1].x, a[u][0].y, a[u][1].y};
+            const uint32_t a1[4] = {a[u][0].z, a[u][1].z, a[u][0].w, a[u][1].w};
+#pragma unroll
+            for (int j = 0; j < NT; ++j) {
+                fs_mma16816<BF16>(acc[j], a0, b[u][j].x, b[u][j].y);
+                fs_mma16816<BF16>(acc[j], a1, b[u][j].z, b[u][j].w);
+            }
+        }
+    }
+    const int tok = warp * 16 + g;
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+        const int s0 = 8 * j + 2 * q;
+        sm.sc[s0][tok] = acc[j][0];
+        sm.sc[s0 + 1][tok] = acc[j][1];
+        sm.sc[s0][tok + 8] = acc[j][2];
+        sm.sc[s0 + 1][tok + 8] = acc[j][3];
+    }
+}
+
+template <bool BF16>
+__device__ __forceinline__ void mma_tile_slots(Smem &sm, const fs_fallback_src &src,
+                                               const fs_fallback_row *fb, int64_t V, int64_t v0,
+                                               int active)
+{
+    if (active <= 8)
+        mma_tile<BF16, 1>(sm, src, fb, V, v0);
+    else if (active <= 16)
+        mma_tile<BF16, 2>(sm, src, fb, V, v0);
+    else
+        mma_tile<BF16, 4>(sm, src, fb, V, v0);
+}
+
 /* Scores of the tile's tokens v0 .. v0 + TILE for the rows in sm.rows (the
  * first `active` slots) into sm.sc (-inf where masked, out of range or the
- * slot is empty).  vec: 16-bit W with D % 8 == 0, 16-byte aligned: W is
- * staged with 16-byte loads. */
+ * slot is empty).  vec: 16-bit W and H with D % 8 == 0, 16-byte aligned:
+ * the logits come from mma_tile; otherwise from the fp32 loop below. */
 __device__ void score_tile(Smem &sm, const fs_op_args &a, const fs_scan_args &s,
                            const fs_fallback_src &src, const fs_fallback_row *fb,
                            const fs_row_desc *descs, int64_t v0, int active, bool vec)
@@ -90,33 +194,26 @@ __device__ void score_tile(Smem &sm, const fs_op_args &a, const fs_scan_args &s,
     for (int j = 0; j < RPT; ++j)
         acc[j] = 0.0f;
     const int64_t V = a.vocab_size;
-    if (src.weight) {
+    const bool mma = src.weight && vec;
+    /* the previous tile's readers of sm.sc (the draw reads other threads'
+       scores) are done before any path below writes it */
+    __syncthreads();
+    if (mma) {
+        if (src.wdtype == FS_DTYPE_BF16)
+            mma_tile_slots<true>(sm, src, fb, V, v0, active);
+        else
+            mma_tile_slots<false>(sm, src, fb, V, v0, active);
+        __syncthreads();
+    } else if (src.weight) {
         for (int64_t k0 = 0; k0 < src.D; k0 += KC) {
-            __syncthreads();
-            if (vec) {
-                /* 8 elements a load; D % 8 == 0, so a group is in or out whole */
-                for (int i = tid; i < TILE * KC / 8; i += THREADS) {
-                    const int t = i / (KC / 8), k = (i % (KC / 8)) * 8;
-                    const int64_t v = v0 + t, kk = k0 + k;
-                    uint4 q = make_uint4(0u, 0u, 0u, 0u);
-                    if (v < V && kk < src.D)
-                        q = __ldg(reinterpret_cast<const uint4 *>(
-                            static_cast<const uint16_t *>(src.weight) + v * src.D + kk));
-                    const uint32_t wv[4] = {q.x, q.y, q.z, q.w};
-#pragma unroll
-                    for (int e = 0; e < 4; ++e) {
-                        sm.u.mm.w[t][k + 2 * e] = fs_half_bits_to_float((uint16_t)(wv[e] & 0xffffu), src.wdtype);
-                        sm.u.mm.w[t][k + 2 * e + 1] = fs_half_bits_to_float((uint16_t)(wv[e] >> 16), src.wdtype);
-                    }
-                }
-            } else {
-                for (int i = tid; i < TILE * KC; i += THREADS) {
-                    const int t = i / KC, k = i % KC;
-                    const int64_t v = v0 + t, kk = k0 + k;
-                    sm.u.mm.w[t][k] = v < V && kk < src.D
-                                          ? fs_load_elem(src.weight, v * src.D + kk, src.wdtype)
-                                          : 0.0f;
-                }
+            if (k0 > 0)
+                __syncthreads(); /* the previous chunk's FMAs are done */
+            for (int i = tid; i < TILE * KC; i += THREADS) {
+                const int t = i / KC, k = i % KC;
+                const int64_t v = v0 + t, kk = k0 + k;
+                sm.u.mm.w[t][k] = v < V && kk < src.D
+                                      ? fs_load_elem(src.weight, v * src.D + kk, src.wdtype)
+                                      : 0.0f;
             }
             for (int i = tid; i < active * KC; i += THREADS) {
                 const int g = i / KC, k = i % KC;
@@ -152,7 +249,9 @@ __device__ void score_tile(Smem &sm, const fs_op_args &a, const fs_scan_args &s,
         if (fi >= 0 && v0 + tok < V) {
             const int64_t row = fb[fi].row;
             const fs_row_desc &d = descs[row];
-            const float l = src.weight ? acc[j] : fs_load_elem(src.logits, row * V + v0 + tok, src.ldtype);
+            const float l = mma ? sm.sc[g][tok]
+                            : src.weight ? acc[j]
+                                         : fs_load_elem(src.logits, row * V + v0 + tok, src.ldtype);
             bool ok = true;
             if (s.allowed)
                 ok = (s.allowed[row * s.words + (gid >> 5)] >> (gid & 31)) & 1u;
@@ -185,7 +284,7 @@ __device__ __forceinline__ void hist_pass(Smem &sm, const fs_op_args &a, const f
                                           unsigned int n, int pass, bool vec,
                                           uint32_t *max_keys)
 {
-    const int tid = threadIdx.x;
+    const int tid = threadIdx.x, lane = tid & 31;
     const fs_row_desc *descs = s.descs;
     fs_fallback_row *fb = w.fb;
     const int64_t tiles = (a.vocab_size + TILE - 1) / TILE;
@@ -199,29 +298,45 @@ __device__ __forceinline__ void hist_pass(Smem &sm, const fs_op_args &a, const f
         for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
             const int act = n - g0 < GROUP ? (int)(n - g0) : GROUP;
             score_tile(sm, a, s, src, fb, descs, t * TILE, act, vec);
+            /* A warp takes 32 consecutive tokens of one row (TILE % 32 ==
+               0, and the trip count act * TILE is a multiple of 32): it
+               adds once per bucket its lanes fall into, and raises the max
+               once.  A flat row puts most of its tokens into a few dozen
+               level-0 buckets, and every token into its max. */
             for (int i = tid; i < act * TILE; i += THREADS) {
-                const int g = i / TILE;
-                const int fi = sm.rows[g];
-                const float x = sm.sc[g][i % TILE];
-                if (fi < 0 || !(x > -INFINITY && x < INFINITY))
-                    continue;
+                const int fi = sm.rows[i / TILE];
+                if (fi < 0)
+                    continue; /* warp-uniform */
+                const float x = sm.sc[i / TILE][i % TILE];
+                const bool fin = x > -INFINITY && x < INFINITY;
+                const uint32_t key = fin ? fs_select_key(x) : 0u; /* 0: no finite key */
                 fs_fallback_row &r = fb[fi];
-                const uint32_t key = fs_select_key(x);
-                if (pass == 0)
-                    atomicMax(max_keys ? &max_keys[fi] : &r.max_key, key);
+                if (pass == 0) {
+                    const uint32_t mk = __reduce_max_sync(0xffffffffu, key);
+                    if (lane == 0 && mk != 0u)
+                        atomicMax(max_keys ? &max_keys[fi] : &r.max_key, mk);
+                }
                 if (!selecting(r))
-                    continue;
+                    continue; /* warp-uniform */
                 const float floor = r.phase == FS_FB_P ? r.t_k : -INFINITY;
-                if (x < floor)
-                    continue;
-                const int b = fs_select_bucket(&r.q, key);
-                if (b < 0)
-                    continue;
-                float e = fs_exp(x - r.m1);
-                e = e < 8388608.0f ? e : 8388608.0f; /* 2^23: no 64-bit overflow */
-                atomicAdd(&w.hist_count[(int64_t)fi * FS_SELECT_BUCKETS + b], 1u);
-                atomicAdd(&w.hist_mass[(int64_t)fi * FS_SELECT_BUCKETS + b],
-                          (unsigned long long)((double)e * FS_FB_MASS_ONE));
+                const int b = fin && x >= floor ? fs_select_bucket(&r.q, key) : -1;
+                unsigned long long m = 0ull;
+                if (b >= 0) {
+                    float e = fs_exp(x - r.m1);
+                    e = e < 8388608.0f ? e : 8388608.0f; /* 2^23: no 64-bit overflow */
+                    m = (unsigned long long)((double)e * FS_FB_MASS_ONE);
+                }
+                const unsigned peers = __match_any_sync(0xffffffffu, b);
+                unsigned long long sum = 0ull; /* integers: any order gives the same sum */
+                for (int k = 0; k < 32; ++k) {
+                    const unsigned long long v = __shfl_sync(0xffffffffu, m, k);
+                    sum += (peers >> k) & 1u ? v : 0ull;
+                }
+                if (b >= 0 && lane == __ffs(peers) - 1) {
+                    atomicAdd(&w.hist_count[(int64_t)fi * FS_SELECT_BUCKETS + b],
+                              (unsigned)__popc(peers));
+                    atomicAdd(&w.hist_mass[(int64_t)fi * FS_SELECT_BUCKETS + b], sum);
+                }
             }
         }
     }
@@ -352,7 +467,8 @@ __device__ __forceinline__ fs_record merge_draw(const fs_filter_ws &w, unsigned 
 bool vec_weights(const fs_fallback_src &src)
 {
     return src.weight && src.wdtype != FS_DTYPE_F32 && src.D % 8 == 0 &&
-           (reinterpret_cast<uintptr_t>(src.weight) & 15u) == 0;
+           (reinterpret_cast<uintptr_t>(src.weight) & 15u) == 0 &&
+           (reinterpret_cast<uintptr_t>(src.hidden) & 15u) == 0;
 }
 
 __global__ void __launch_bounds__(THREADS)

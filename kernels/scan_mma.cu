@@ -23,6 +23,7 @@
  * cannot be 16-byte cp.async; the same pipeline then fills shared memory with
  * guarded scalar loads (slower, still correct for any D, odd D included). */
 #include "cuda_common.cuh"
+#include "mma_sync.cuh"
 
 namespace {
 
@@ -73,23 +74,6 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t addr, uint32_t &r0, uint32_
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
                  : "r"(addr));
-}
-
-template <bool BF16>
-__device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
-                                         uint32_t b1)
-{
-    if (BF16) {
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-                     "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    } else {
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-                     "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    }
 }
 
 /* Element offset of (row, 16-byte chunk c) in a [rows][BK] swizzled tile. */
@@ -203,7 +187,7 @@ __global__ void __launch_bounds__(THREADS)
             for (int mt = 0; mt < cfg::MT; ++mt)
 #pragma unroll
                 for (int nt = 0; nt < cfg::NT; ++nt)
-                    mma16816<BF16>(acc[mt][nt], af[mt], bf[nt][0], bf[nt][1]);
+                    fs_mma16816<BF16>(acc[mt][nt], af[mt], bf[nt][0], bf[nt][1]);
         }
     }
     cp_async_wait<0>();

@@ -13,7 +13,11 @@
  * CPU's loop and in the second pass's dot product alike).  The same calls
  * run on the Hopper tile kernel (<= 160 rows), on the generic tensor-core
  * scan (FLASHSPEC_DISABLE_HOPPER, and > 160 rows), and with every filtered
- * row forced through the second pass (FLASHSPEC_FILTER_SECOND_PASS).
+ * row forced through the second pass (FLASHSPEC_FILTER_SECOND_PASS), whose
+ * scores come from tensor cores (bf16 and fp16 heads, D a multiple of 8 or
+ * not of its 32-wide k steps) or from its fp32 loop (D % 8 != 0), over
+ * vocabularies small and wide enough that each of its blocks scores
+ * several tiles in turn.
  *
  * Bad filter values fail their request with FS_ROW_BAD_FILTER and leave the
  * others alone, exactly as on the CPU (which also returns
@@ -54,6 +58,7 @@ typedef struct fcase {
     int peaked;  /* Zipf-like bias */
     int64_t V, D;
     int64_t requests;
+    int f16;     /* fused: an fp16 LM head instead of bf16 */
 } fcase;
 
 typedef struct fin {
@@ -76,7 +81,7 @@ static void build(const fcase *c, uint64_t seed, fin *f)
     const int64_t R = c->requests, V = c->V;
     in->op = c->op;
     in->fused = c->fused;
-    in->dt = c->fused ? FS_DTYPE_BF16 : FS_DTYPE_F32;
+    in->dt = c->fused ? (c->f16 ? FS_DTYPE_F16 : FS_DTYPE_BF16) : FS_DTYPE_F32;
     in->V = V;
     in->D = c->D;
     in->requests = R;
@@ -139,8 +144,8 @@ static void build(const fcase *c, uint64_t seed, fin *f)
         fst_rng_seed(&rng, seed + 3);
         float *wf, *hf;
         fst_exact_head(&rng, V, c->D, rows, &wf, &hf);
-        f->w = fst_pack(wf, (size_t)(V * c->D), FS_DTYPE_BF16);
-        f->h = fst_pack(hf, (size_t)(rows * c->D), FS_DTYPE_BF16);
+        f->w = fst_pack(wf, (size_t)(V * c->D), in->dt);
+        f->h = fst_pack(hf, (size_t)(rows * c->D), in->dt);
         free(wf);
         free(hf);
         in->weight = f->w;
@@ -283,6 +288,16 @@ static void test_agree(void **state)
         {"verify fused peaked (tile)", GT_VERIFY, 1, 1, 4099, 64, 48},
         {"verify fused flat (tile)", GT_VERIFY, 1, 0, 4099, 64, 24},
         {"verify fused peaked (> 160 rows)", GT_VERIFY, 1, 1, 2053, 64, 96},
+        /* the second pass's tensor-core scores: fp16, D not a multiple
+           of its 32-wide k steps, and its fp32 loop (D % 8 != 0) */
+        {"sample fused flat fp16 (tile)", GT_SAMPLE, 1, 0, 4099, 64, 40, 1},
+        {"sample fused flat D 72", GT_SAMPLE, 1, 0, 4099, 72, 40},
+        {"sample fused flat D 60", GT_SAMPLE, 1, 0, 4099, 60, 20},
+        /* wide enough that the second pass's blocks take several tiles
+           each (its shared scores are reused tile after tile) */
+        {"sample logits flat (wide vocabulary)", GT_SAMPLE, 0, 0, 140009, 0, 12},
+        {"sample fused flat (wide vocabulary)", GT_SAMPLE, 1, 0, 140009, 64, 12},
+        {"verify fused flat (wide vocabulary)", GT_VERIFY, 1, 0, 140009, 64, 4},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
         fcase c = cases[i];
