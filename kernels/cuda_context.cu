@@ -137,6 +137,10 @@ extern "C" fs_status fs_cuda_context_init(fs_context *ctx, int device_ordinal)
        exact second pass, as if its candidates could not decide it (tests run
        both passes on the same rows) */
     ctx->filter_force_second_pass = env_flag("FLASHSPEC_FILTER_SECOND_PASS");
+    /* FLASHSPEC_FILTER_DEFER=0: the second pass's last select level gets a
+       pass of its own instead of running beside the draw (tests compare
+       the two) */
+    ctx->filter_defer = env_count("FLASHSPEC_FILTER_DEFER", 1) != 0;
     int prev;
     fs_status st = fs_cuda_enter(ctx, &prev);
     if (st != FS_OK)

@@ -126,6 +126,7 @@ size_t fs_filter_carve(const fs_context *ctx, int64_t rows, int64_t vocab, char 
         memset(w, 0, sizeof *w);
         w->lists_per_row = lists;
         w->fb_grid = fb_grid;
+        w->defer_last = ctx->filter_defer;
     }
     char *fdescs = take((size_t)rows * sizeof(fs_filter_desc));
     char *cands = take((size_t)rows * (size_t)lists * sizeof(fs_cand_list));
@@ -134,6 +135,7 @@ size_t fs_filter_carve(const fs_context *ctx, int64_t rows, int64_t vocab, char 
     char *hist_count = take((size_t)rows * FS_SELECT_BUCKETS * sizeof(uint32_t));
     char *hist_mass = take((size_t)rows * FS_SELECT_BUCKETS * sizeof(unsigned long long));
     char *fb_recs = take((size_t)rows * (size_t)fb_grid * sizeof(fs_record));
+    char *defer = take((size_t)rows * FS_FB_DEFER_CAP * sizeof(fs_fb_defer));
     if (w) {
         w->fdescs = reinterpret_cast<fs_filter_desc *>(fdescs);
         w->cands = reinterpret_cast<fs_cand_list *>(cands);
@@ -142,6 +144,7 @@ size_t fs_filter_carve(const fs_context *ctx, int64_t rows, int64_t vocab, char 
         w->hist_count = reinterpret_cast<uint32_t *>(hist_count);
         w->hist_mass = reinterpret_cast<unsigned long long *>(hist_mass);
         w->fb_recs = reinterpret_cast<fs_record *>(fb_recs);
+        w->defer = reinterpret_cast<fs_fb_defer *>(defer);
     }
     const int ranks = fs_tp_ranks(ctx);
     if (ranks > 1) {

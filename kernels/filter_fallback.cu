@@ -37,6 +37,9 @@ constexpr int KC = 32;               /* D per staged chunk */
 constexpr int WP = KC + 1;           /* staged W row pitch: conflict-free column reads */
 constexpr int SP = TILE + 1;         /* score row pitch */
 static_assert(TILE % 32 == 0 && THREADS % TILE == 0, "hist_pass: a warp's tokens share a row");
+constexpr int LAST_BUCKETS = 1024; /* fs_select_digits(FS_SELECT_LEVELS - 1): the last level's */
+constexpr int BAND_SHIFT = 10;     /* fs_select_shift(FS_SELECT_LEVELS - 2): its band's key bits */
+static_assert(FS_FB_DEFER_CAP <= THREADS, "defer_finish: a thread per deferred block");
 
 struct Smem {
     union {
@@ -48,6 +51,14 @@ struct Smem {
             uint32_t count[FS_SELECT_BUCKETS];
             float mass[FS_SELECT_BUCKETS];
         } step;
+        struct { /* a deferring row's last level and deferred blocks */
+            uint32_t count[LAST_BUCKETS];
+            unsigned long long mass64[LAST_BUCKETS];
+            float mass[LAST_BUCKETS];
+            int32_t v[FS_FB_DEFER_CAP];
+            fs_record recs[FS_FB_DEFER_CAP];
+            fs_filter_cut cut;
+        } fin;
     } u;
     float sc[GROUP][SP]; /* the tile's scores of the group's rows */
     int rows[GROUP];     /* fb index of each group slot, -1: none */
@@ -57,6 +68,20 @@ struct Smem {
 __device__ __forceinline__ bool selecting(const fs_fallback_row &r)
 {
     return r.phase == FS_FB_K || r.phase == FS_FB_P;
+}
+
+/* A handed-over row whose last select level runs beside the draw. */
+__device__ __forceinline__ bool deferring(const fs_fallback_row &r)
+{
+    return r.phase == FS_FB_DEFER_K || r.phase == FS_FB_DEFER_P;
+}
+
+/* The fixed-point mass of score x of row r in the histograms. */
+__device__ __forceinline__ unsigned long long fb_mass(const fs_fallback_row &r, float x)
+{
+    float e = fs_exp(x - r.m1);
+    e = e < 8388608.0f ? e : 8388608.0f; /* 2^23: no 64-bit overflow */
+    return (unsigned long long)((double)e * FS_FB_MASS_ONE);
 }
 
 /* One staged chunk's FMAs for rows rsub, rsub + 2, ... (R of them per
@@ -320,12 +345,7 @@ __device__ __forceinline__ void hist_pass(Smem &sm, const fs_op_args &a, const f
                     continue; /* warp-uniform */
                 const float floor = r.phase == FS_FB_P ? r.t_k : -INFINITY;
                 const int b = fin && x >= floor ? fs_select_bucket(&r.q, key) : -1;
-                unsigned long long m = 0ull;
-                if (b >= 0) {
-                    float e = fs_exp(x - r.m1);
-                    e = e < 8388608.0f ? e : 8388608.0f; /* 2^23: no 64-bit overflow */
-                    m = (unsigned long long)((double)e * FS_FB_MASS_ONE);
-                }
+                const unsigned long long m = b >= 0 ? fb_mass(r, x) : 0ull;
                 const unsigned peers = __match_any_sync(0xffffffffu, b);
                 unsigned long long sum = 0ull; /* integers: any order gives the same sum */
                 for (int k = 0; k < 32; ++k) {
@@ -343,8 +363,12 @@ __device__ __forceinline__ void hist_pass(Smem &sm, const fs_op_args &a, const f
 }
 
 /* One select step of handed-over row fi from its (complete) histogram.
- * Every thread of the block calls it for a selecting row. */
-__device__ __forceinline__ void select_row(Smem &sm, const fs_filter_ws &w, unsigned int fi)
+ * Every thread of the block calls it for a selecting row.  allow_defer: a
+ * last select with one level left and at most FS_FB_DEFER_CAP tokens in its
+ * band moves to FS_FB_DEFER_* (the draw then runs beside that level: one
+ * pass over the vocabulary fewer). */
+__device__ __forceinline__ void select_row(Smem &sm, const fs_filter_ws &w, unsigned int fi,
+                                           bool allow_defer)
 {
     const int tid = threadIdx.x;
     fs_fallback_row &r = w.fb[fi];
@@ -382,6 +406,15 @@ __device__ __forceinline__ void select_row(Smem &sm, const fs_filter_ws &w, unsi
                 r.t_p = r.q.threshold;
                 r.phase = FS_FB_DRAW;
             }
+        } else if (allow_defer && r.q.level == FS_SELECT_LEVELS - 1) {
+            const fs_filter_desc fd = w.fdescs[r.row];
+            const bool last = r.phase == FS_FB_P || !(fd.top_p < 1.0f);
+            const int sh = fs_select_shift(FS_SELECT_LEVELS - 2);
+            const uint32_t pick = (r.q.prefix >> sh) & (fs_select_digits(FS_SELECT_LEVELS - 2) - 1u);
+            if (last && sm.u.step.count[pick] <= FS_FB_DEFER_CAP) {
+                r.phase = r.phase == FS_FB_P ? FS_FB_DEFER_P : FS_FB_DEFER_K;
+                r.n_defer = 0u;
+            }
         }
     }
 }
@@ -414,24 +447,54 @@ __device__ __forceinline__ void draw_pass(Smem &sm, const fs_op_args &a, const f
         fs_filter_cut cut;
         fs_row_desc d = fs_row_desc_skip();
         int64_t row = 0;
+        bool defer = false;   /* the row's last select level is still open */
+        uint32_t band = 0u;   /* then: the band's key prefix (key >> BAND_SHIFT) */
         if (fi >= 0) {
             const fs_fallback_row &r = fb[fi];
             row = r.row;
             const fs_filter_desc fd = w.fdescs[r.row];
             d = descs[r.row];
+            /* deferring: the threshold still open is -inf, so this is the
+               floor of the select (t_k under top-p) */
             cut.threshold = r.t_k > r.t_p ? r.t_k : r.t_p;
             cut.max_s = fs_select_score(r.max_key);
             cut.log_min_p = fd.log_min_p;
+            defer = deferring(r);
+            band = r.q.prefix >> BAND_SHIFT;
         }
         for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
             score_tile(sm, a, s, src, fb, descs, t * TILE, n - g0 < GROUP ? n - g0 : GROUP, vec);
             const int64_t v = t * TILE + nb * FS_NOISE_BLOCK;
             if (fi >= 0 && v < a.vocab_size) {
                 float x[FS_NOISE_BLOCK];
+                uint32_t in_band = 0u, kept = 0u;
 #pragma unroll
                 for (int i = 0; i < FS_NOISE_BLOCK; ++i) {
                     const float y = sm.sc[g][nb * FS_NOISE_BLOCK + i];
-                    x[i] = fs_filter_keeps(&cut, y) ? y : -INFINITY;
+                    bool keep = fs_filter_keeps(&cut, y);
+                    if (defer && y >= cut.threshold && y > -INFINITY && y < INFINITY) {
+                        /* what the last level histograms (min-p aside):
+                           above the band kept, in it open, below cut */
+                        const uint32_t kb = fs_select_key(y) >> BAND_SHIFT;
+                        in_band |= (uint32_t)(kb == band) << i;
+                        keep = keep && kb > band;
+                    }
+                    kept |= (uint32_t)keep << i;
+                    x[i] = keep || ((in_band >> i) & 1u) ? y : -INFINITY;
+                }
+                if (in_band) {
+                    /* fewer than FS_FB_DEFER_CAP: a band token a block at most */
+                    const unsigned slot = atomicAdd(&w.fb[fi].n_defer, 1u);
+                    if (slot < FS_FB_DEFER_CAP) {
+                        fs_fb_defer &e = w.defer[(int64_t)fi * FS_FB_DEFER_CAP + slot];
+                        e.v = (int32_t)v;
+                        e.band = in_band;
+                        e.kept = kept;
+#pragma unroll
+                        for (int i = 0; i < FS_NOISE_BLOCK; ++i)
+                            e.x[i] = x[i];
+                    }
+                    continue;
                 }
                 const int64_t left = a.vocab_size - v;
                 const int cnt = left < FS_NOISE_BLOCK ? (int)left : FS_NOISE_BLOCK;
@@ -462,6 +525,91 @@ __device__ __forceinline__ fs_record merge_draw(const fs_filter_ws &w, unsigned 
     for (unsigned int b = 0; b < grid; ++b)
         fs_record_merge(&kept, &w.fb_recs[(int64_t)fi * grid + b]);
     return kept;
+}
+
+/* Row fi deferred its last select level to the draw (FS_FB_DEFER_*): the
+ * level's histogram from the deferred blocks' band tokens -- the same
+ * tokens, counts and fixed-point masses a histogram pass would add -- its
+ * select step, then the deferred blocks pushed under the final cut (a
+ * record each, merged after the draw's blocks in ascending token order)
+ * and the row finalized.  Every thread of the block calls it. */
+__device__ void defer_finish(Smem &sm, const fs_op_args &a, const fs_filter_ws &w,
+                             const fs_scan_args &s, unsigned int fi, fs_record *row_recs,
+                             int fin_op, const int32_t *pre_status)
+{
+    const int tid = threadIdx.x;
+    fs_fallback_row &r = w.fb[fi];
+    const fs_fb_defer *def = w.defer + (int64_t)fi * FS_FB_DEFER_CAP;
+    const unsigned nd = r.n_defer < FS_FB_DEFER_CAP ? r.n_defer : FS_FB_DEFER_CAP;
+    __syncthreads(); /* sm's previous use is over */
+    for (int b = tid; b < LAST_BUCKETS; b += THREADS) {
+        sm.u.fin.count[b] = 0u;
+        sm.u.fin.mass64[b] = 0ull;
+    }
+    __syncthreads();
+    for (unsigned i = tid; i < nd * FS_NOISE_BLOCK; i += THREADS) {
+        const fs_fb_defer &e = def[i / FS_NOISE_BLOCK];
+        const int t = (int)(i % FS_NOISE_BLOCK);
+        if (!((e.band >> t) & 1u))
+            continue;
+        const float x = e.x[t];
+        const int b = fs_select_bucket(&r.q, fs_select_key(x));
+        if (b < 0)
+            continue; /* cannot happen: the band is the prefix's range */
+        atomicAdd(&sm.u.fin.count[b], 1u);
+        atomicAdd(&sm.u.fin.mass64[b], fb_mass(r, x));
+    }
+    __syncthreads();
+    for (int b = tid; b < LAST_BUCKETS; b += THREADS)
+        sm.u.fin.mass[b] = (float)((double)sm.u.fin.mass64[b] / FS_FB_MASS_ONE);
+    if (tid < (int)nd)
+        sm.u.fin.v[tid] = def[tid].v;
+    __syncthreads();
+    const int64_t row = r.row;
+    if (tid == 0) {
+        fs_select_step(&r.q, reinterpret_cast<const int32_t *>(sm.u.fin.count), sm.u.fin.mass);
+        if (r.phase == FS_FB_DEFER_K)
+            r.t_k = r.q.threshold;
+        else
+            r.t_p = r.q.threshold;
+        const fs_filter_desc fd = w.fdescs[row];
+        sm.u.fin.cut.threshold = r.t_k > r.t_p ? r.t_k : r.t_p;
+        sm.u.fin.cut.max_s = fs_select_score(r.max_key);
+        sm.u.fin.cut.log_min_p = fd.log_min_p;
+    }
+    __syncthreads();
+    if (tid < (int)nd) {
+        const fs_fb_defer &e = def[tid];
+        const fs_filter_cut cut = sm.u.fin.cut;
+        float x[FS_NOISE_BLOCK];
+#pragma unroll
+        for (int t = 0; t < FS_NOISE_BLOCK; ++t) {
+            const bool keep = (e.band >> t) & 1u ? fs_filter_keeps(&cut, e.x[t])
+                                                 : (bool)((e.kept >> t) & 1u);
+            x[t] = keep ? e.x[t] : -INFINITY;
+        }
+        const int64_t left = a.vocab_size - e.v;
+        const int cnt = left < FS_NOISE_BLOCK ? (int)left : FS_NOISE_BLOCK;
+        const fs_row_desc d = s.descs[row];
+        fs_record rec;
+        fs_record_init(&rec);
+        fs_record_push_block(&rec, &d, (int32_t)(a.vocab_offset + e.v), cnt, x);
+        int rank = 0; /* blocks are distinct: ranks are too */
+        for (unsigned j = 0; j < nd; ++j)
+            rank += sm.u.fin.v[j] < e.v;
+        sm.u.fin.recs[rank] = rec;
+    }
+    __syncthreads();
+    if (tid == 0) {
+        fs_record kept = merge_draw(w, fi, gridDim.x);
+        for (unsigned j = 0; j < nd; ++j)
+            fs_record_merge(&kept, &sm.u.fin.recs[j]);
+        if (fin_op >= 0)
+            fs_finalize_row(fin_op, kept, s.descs[row], pre_status[row], row, a.out_tokens,
+                            a.out_values, a.out_row_status);
+        else
+            row_recs[row] = kept;
+    }
 }
 
 bool vec_weights(const fs_fallback_src &src)
@@ -499,13 +647,18 @@ __global__ void __launch_bounds__(THREADS)
         /* the select steps: a block per row */
         for (unsigned int fi = blockIdx.x; fi < n; fi += gridDim.x)
             if (selecting(w.fb[fi]))
-                select_row(sm, w, fi);
+                select_row(sm, w, fi, w.defer_last && !s.tree_rows);
         grid.sync();
     }
 
     draw_pass(sm, a, w, s, src, n, vec);
     grid.sync();
+    for (unsigned int fi = blockIdx.x; fi < n; fi += gridDim.x)
+        if (deferring(w.fb[fi]))
+            defer_finish(sm, a, w, s, fi, row_recs, fin_op, pre_status);
     for (unsigned int fi = blockIdx.x * THREADS + tid; fi < n; fi += gridDim.x * THREADS) {
+        if (deferring(w.fb[fi]))
+            continue;
         const fs_record kept = merge_draw(w, fi, gridDim.x);
         const int64_t row = w.fb[fi].row;
         if (fin_op >= 0)
@@ -582,7 +735,7 @@ __global__ void __launch_bounds__(THREADS) fs_tp_fb_step_kernel(fs_filter_ws w, 
             w.fb[fi].max_key = w.tp_max[fi];
         if (!selecting(w.fb[fi]))
             continue; /* uniform: thread 0's write above is to another field */
-        select_row(sm, w, fi);
+        select_row(sm, w, fi, false);
         __syncthreads(); /* thread 0's step read the masses */
         for (int b = threadIdx.x; b < FS_SELECT_BUCKETS; b += THREADS) {
             w.hist_count[(int64_t)fi * FS_SELECT_BUCKETS + b] = 0u;

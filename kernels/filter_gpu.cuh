@@ -22,9 +22,28 @@ typedef struct fs_fallback_row {
     float t_k;        /* top-k threshold (-inf: none) */
     float t_p;        /* top-p threshold (-inf: none) */
     fs_select q;      /* the select running in phase FS_FB_K / FS_FB_P */
+    uint32_t n_defer; /* FS_FB_DEFER_*: blocks deferred by the draw */
 } fs_fallback_row;
 
-enum { FS_FB_K = 0, FS_FB_P = 1, FS_FB_DRAW = 2 };
+/* Phases of a handed-over row.  FS_FB_DEFER_K / _P: the row's last select
+ * (top-k without top-p, or top-p) has one level left, whose band -- the
+ * tokens matching the key prefix fixed so far -- holds at most
+ * FS_FB_DEFER_CAP tokens: the draw runs now, deferring the noise blocks
+ * with a band token, and the level is resolved from those blocks after
+ * it (filter_fallback.cu). */
+enum { FS_FB_K = 0, FS_FB_P = 1, FS_FB_DRAW = 2, FS_FB_DEFER_K = 3, FS_FB_DEFER_P = 4 };
+
+#define FS_FB_DEFER_CAP 256
+
+/* A noise block the draw deferred: its scores (-inf where cut), which of
+ * them lie in the band (kept or not once the last level is known) and
+ * which of the others are kept. */
+typedef struct fs_fb_defer {
+    int32_t v;     /* the block's first token (index into this vocabulary) */
+    uint32_t band; /* bit i: token v + i is in the band */
+    uint32_t kept; /* bit i: token v + i is outside the band and kept */
+    float x[FS_NOISE_BLOCK];
+} fs_fb_defer;
 
 /* Masses of the second pass are fixed point (exp(s - m1) * 2^40 in 64-bit
  * integers) so that the atomics that add them are order-independent: the
@@ -41,7 +60,9 @@ typedef struct fs_filter_ws {
     uint32_t *hist_count;     /* [rows][FS_SELECT_BUCKETS] */
     unsigned long long *hist_mass; /* [rows][FS_SELECT_BUCKETS] */
     fs_record *fb_recs;       /* [rows][fb_grid] */
+    fs_fb_defer *defer;       /* [rows][FS_FB_DEFER_CAP] */
     int fb_grid;              /* blocks of the second pass (co-resident) */
+    int defer_last;           /* the last select level may run beside the draw */
     /* sharded (tensor-parallel) contexts only; NULL otherwise */
     fs_filter_summary *sums;       /* [rows] this shard's candidates */
     fs_filter_summary *sum_gather; /* [ranks][rows] every shard's, after the exchange */

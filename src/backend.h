@@ -75,6 +75,8 @@ struct fs_context {
                                 finalize kernels */
     int filter_force_second_pass; /* FLASHSPEC_FILTER_SECOND_PASS: every filtered row takes the
                                      filters' second pass (tests of that pass) */
+    int filter_defer;             /* FLASHSPEC_FILTER_DEFER=0: the second pass runs every select
+                                     level as a pass of its own, none beside the draw (tests) */
     char last_error[512];
 };
 

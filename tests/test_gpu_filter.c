@@ -346,6 +346,84 @@ static void test_bad_values(void **state)
     }
 }
 
+/* ---- the last select level beside the draw ------------------------------ */
+
+/* The second pass runs a row's last select level beside the draw when the
+ * level's band (the tokens sharing the key prefix fixed so far) holds at
+ * most FS_FB_DEFER_CAP tokens, and takes that level's histogram from the
+ * draw's deferred blocks.  test_agree's exact inputs put every band on one
+ * score (ties), where a wrong histogram cannot move the threshold; here the
+ * logits are continuous, so bands hold several distinct scores.  The CPU
+ * sums masses in another order, so near-ties in top-p could differ from
+ * it; the comparison is with the same GPU pass run level by level
+ * (FLASHSPEC_FILTER_DEFER=0), whose thresholds must be the same bits:
+ * identical tokens and counts, logprobs within the merge order's rounding. */
+static void test_defer(void **state)
+{
+    (void)state;
+    const fcase cs[2] = {{"sample logits continuous", GT_SAMPLE, 0, 0, 140009, 0, 36},
+                         {"verify logits continuous", GT_VERIFY, 0, 0, 60013, 0, 12}};
+    for (int i = 0; i < 2; ++i) {
+        fin f;
+        build(&cs[i], 31 + i, &f);
+        fst_rng rng;
+        fst_rng_seed(&rng, 977 + i);
+        for (int64_t j = 0; j < f.in.rows * f.in.V; ++j)
+            f.logits[j] = (float)(2.0 * fst_normal(&rng));
+        for (int64_t r = 0; r < f.in.requests; ++r) {
+            /* wide kept sets: top-p 0.5 / 0.9 / 0.99, top-k 300 / 3000 alone
+               and under top-p, min-p with top-p */
+            static const int32_t K[6] = {0, 0, 0, 300, 3000, 3000};
+            static const float P[6] = {0.5f, 0.9f, 0.99f, 1.0f, 1.0f, 0.9f};
+            static const float MP[6] = {0.0f, 0.0f, 1e-4f, 0.0f, 0.0f, 0.0f};
+            f.k[r] = K[r % 6];
+            f.p[r] = P[r % 6];
+            f.mp[r] = MP[r % 6];
+            f.T[r] = r % 5 == 4 ? 2.0f : 1.0f;
+        }
+        gt_out a, b;
+        fs_context *on = ctx_with("FLASHSPEC_FILTER_SECOND_PASS");
+        gt_out_alloc(&f.in, &a);
+        gt_run(on, &f.in, &a);
+        int32_t *fb_on = malloc(sizeof(int32_t) * (size_t)f.in.requests);
+        memcpy(fb_on, f.fallback, sizeof(int32_t) * (size_t)f.in.requests);
+        setenv("FLASHSPEC_FILTER_DEFER", "0", 1);
+        fs_context *off = ctx_with("FLASHSPEC_FILTER_SECOND_PASS");
+        unsetenv("FLASHSPEC_FILTER_DEFER");
+        gt_out_alloc(&f.in, &b);
+        gt_run(off, &f.in, &b);
+        for (int64_t r = 0; r < f.in.requests; ++r) {
+            if (a.st[r] != FS_ROW_OK || b.st[r] != FS_ROW_OK)
+                fail_msg("%s: request %lld: statuses %d / %d", cs[i].name, (long long)r,
+                         a.st[r], b.st[r]);
+            if (fb_on[r] != f.fallback[r] || fb_on[r] != filtered_rows(&f, r, FS_ROW_OK))
+                fail_msg("%s: request %lld: second-pass rows %d / %d", cs[i].name,
+                         (long long)r, fb_on[r], f.fallback[r]);
+        }
+        for (int64_t j = 0; j < a.ntok; ++j) {
+            if (a.tok[j] != b.tok[j])
+                fail_msg("%s: token %lld: beside the draw %d, level by level %d", cs[i].name,
+                         (long long)j, a.tok[j], b.tok[j]);
+            if (!gt_close(a.val[j], b.val[j], 1e-5))
+                fail_msg("%s: logprob %lld: %.9g / %.9g", cs[i].name, (long long)j, a.val[j],
+                         b.val[j]);
+        }
+        if (cs[i].op == GT_VERIFY)
+            for (int64_t r = 0; r < f.in.requests; ++r)
+                if (a.nem[r] != b.nem[r])
+                    fail_msg("%s: request %lld: emitted %d / %d", cs[i].name, (long long)r,
+                             a.nem[r], b.nem[r]);
+        printf("  %-28s rows %5lld: beside the draw = level by level\n", cs[i].name,
+               (long long)f.in.rows);
+        free(fb_on);
+        gt_out_free(&a);
+        gt_out_free(&b);
+        fs_context_destroy(on);
+        fs_context_destroy(off);
+        release(&f);
+    }
+}
+
 /* ---- the law ------------------------------------------------------------ */
 
 enum { LAW_V = 3001, LAW_ROWS = 4000, LAW_CALLS = 25 };
@@ -495,6 +573,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_agree),
         cmocka_unit_test(test_bad_values),
+        cmocka_unit_test(test_defer),
         cmocka_unit_test(test_law),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
