@@ -40,6 +40,14 @@ static_assert(TILE % 32 == 0 && THREADS % TILE == 0, "hist_pass: a warp's tokens
 constexpr int LAST_BUCKETS = 1024; /* fs_select_digits(FS_SELECT_LEVELS - 1): the last level's */
 constexpr int BAND_SHIFT = 10;     /* fs_select_shift(FS_SELECT_LEVELS - 2): its band's key bits */
 static_assert(FS_FB_DEFER_CAP <= THREADS, "defer_finish: a thread per deferred block");
+/* The first pass's score buckets (FS_FB_LIN): bucket b < LIN_UNDER holds the
+ * scores in (m1 - (b + 1) / LIN_SCALE, m1 - b / LIN_SCALE] (and bucket 0
+ * also anything above m1: this pass's scores are not the scan's), bucket
+ * LIN_UNDER everything below.  1/128 of a score unit: an N(0, 1) row of
+ * 151936 tokens has at most ~480 tokens in a bucket, ~100 where top-p 0.9
+ * crosses. */
+constexpr float LIN_SCALE = 128.0f;
+constexpr int LIN_UNDER = FS_SELECT_BUCKETS - 1;
 
 struct Smem {
     union {
@@ -49,12 +57,16 @@ struct Smem {
         } mm;
         struct {
             uint32_t count[FS_SELECT_BUCKETS];
-            float mass[FS_SELECT_BUCKETS];
+            unsigned long long mass[FS_SELECT_BUCKETS];
         } step;
-        struct { /* a deferring row's last level and deferred blocks */
+        struct { /* a deferring row: its last level or band, deferred blocks */
             uint32_t count[LAST_BUCKETS];
-            unsigned long long mass64[LAST_BUCKETS];
-            float mass[LAST_BUCKETS];
+            unsigned long long mass[LAST_BUCKETS];
+            float bs[FS_FB_DEFER_CAP]; /* FS_FB_LIN: the band's scores, then sorted */
+            unsigned long long bm[FS_FB_DEFER_CAP];
+            float ss[FS_FB_DEFER_CAP];
+            unsigned long long sms[FS_FB_DEFER_CAP];
+            unsigned int nb;
             int32_t v[FS_FB_DEFER_CAP];
             fs_record recs[FS_FB_DEFER_CAP];
             fs_filter_cut cut;
@@ -73,7 +85,55 @@ __device__ __forceinline__ bool selecting(const fs_fallback_row &r)
 /* A handed-over row whose last select level runs beside the draw. */
 __device__ __forceinline__ bool deferring(const fs_fallback_row &r)
 {
-    return r.phase == FS_FB_DEFER_K || r.phase == FS_FB_DEFER_P;
+    return r.phase == FS_FB_DEFER_K || r.phase == FS_FB_DEFER_P || r.phase == FS_FB_LIN;
+}
+
+/* The first pass's score bucket of finite score x (m1 finite). */
+__device__ __forceinline__ int lin_bucket(float m1, float x)
+{
+    const float d = (m1 - x) * LIN_SCALE;
+    return d < 1.0f ? 0 : d < (float)LIN_UNDER ? (int)d : LIN_UNDER;
+}
+
+/* The top-p target: top_p of the fixed-point mass z.  Every path of the
+ * second pass compares fixed-point sums with this value, so the threshold
+ * does not depend on how the mass was bucketed. */
+__device__ __forceinline__ unsigned long long p_target(float top_p, unsigned long long z)
+{
+    return (unsigned long long)((double)top_p * (double)z);
+}
+
+/* fs_select_step (filter_select.h) on fixed-point masses: r.need_m and
+ * r.above_m stand for the select's need_mass and above_mass. */
+__device__ void fb_select_step(fs_fallback_row &r, const uint32_t *count,
+                               const unsigned long long *mass)
+{
+    fs_select &q = r.q;
+    const int nb = (int)fs_select_digits(q.level);
+    int32_t c = 0, c_before = 0;
+    unsigned long long m = 0ull, m_before = 0ull;
+    int pick = -1;
+    for (int b = nb - 1; b >= 0; --b) {
+        if (count[b] == 0u)
+            continue;
+        c_before = c;
+        m_before = m;
+        c += (int32_t)count[b];
+        m += mass[b];
+        pick = b;
+        if (q.need_count > 0 ? q.above_count + c >= q.need_count : r.above_m + m >= r.need_m)
+            break;
+    }
+    if (pick < 0) {
+        q.level = FS_SELECT_LEVELS;
+        q.threshold = -INFINITY;
+        return;
+    }
+    q.above_count += c_before;
+    r.above_m += m_before;
+    q.prefix |= (uint32_t)pick << fs_select_shift(q.level);
+    if (++q.level == FS_SELECT_LEVELS)
+        q.threshold = fs_select_score(q.prefix);
 }
 
 /* The fixed-point mass of score x of row r in the histograms. */
@@ -302,12 +362,13 @@ __device__ __forceinline__ bool any_selecting(const fs_fallback_row *fb, unsigne
 
 /* This block's share of histogram pass `pass` over the n handed-over rows
  * (tiles blockIdx.x, + gridDim.x, ...): counts and fixed-point masses into
- * the rows' histograms; pass 0 also raises each row's max key, in
+ * the rows' histograms -- radix digits, or with lin (pass 0) the score
+ * buckets of lin_bucket; pass 0 also raises each row's max key, in
  * fb[fi].max_key, or max_keys[fi] when given (sharded: all-reduced after). */
 __device__ __forceinline__ void hist_pass(Smem &sm, const fs_op_args &a, const fs_filter_ws &w,
                                           const fs_scan_args &s, const fs_fallback_src &src,
                                           unsigned int n, int pass, bool vec,
-                                          uint32_t *max_keys)
+                                          uint32_t *max_keys, bool lin)
 {
     const int tid = threadIdx.x, lane = tid & 31;
     const fs_row_desc *descs = s.descs;
@@ -344,7 +405,10 @@ __device__ __forceinline__ void hist_pass(Smem &sm, const fs_op_args &a, const f
                 if (!selecting(r))
                     continue; /* warp-uniform */
                 const float floor = r.phase == FS_FB_P ? r.t_k : -INFINITY;
-                const int b = fin && x >= floor ? fs_select_bucket(&r.q, key) : -1;
+                const int b = !fin ? -1
+                              : lin ? lin_bucket(r.m1, x)
+                              : x >= floor ? fs_select_bucket(&r.q, key)
+                                           : -1;
                 const unsigned long long m = b >= 0 ? fb_mass(r, x) : 0ull;
                 const unsigned peers = __match_any_sync(0xffffffffu, b);
                 unsigned long long sum = 0ull; /* integers: any order gives the same sum */
@@ -377,21 +441,22 @@ __device__ __forceinline__ void select_row(Smem &sm, const fs_filter_ws &w, unsi
     __syncthreads();
     for (int b = tid; b < FS_SELECT_BUCKETS; b += THREADS) {
         sm.u.step.count[b] = hc[b];
-        sm.u.step.mass[b] = (float)((double)hm[b] / FS_FB_MASS_ONE);
+        sm.u.step.mass[b] = hm[b];
     }
     __syncthreads();
     if (tid == 0) {
-        if (r.phase == FS_FB_P && r.q.level == 0) {
-            /* the nucleus target: top_p of the mass left by top-k
-               (every token >= the floor is in this first histogram) */
-            unsigned long long total = 0ull;
-            for (int b = 0; b < FS_SELECT_BUCKETS; ++b)
-                total += hm[b];
-            const fs_filter_desc fd = w.fdescs[r.row];
-            r.q.need_mass = fd.top_p * (float)((double)total / FS_FB_MASS_ONE);
+        if (r.q.level == 0) {
+            r.above_m = 0ull;
+            if (r.phase == FS_FB_P) {
+                /* the nucleus target: top_p of the mass left by top-k
+                   (every token >= the floor is in this first histogram) */
+                unsigned long long total = 0ull;
+                for (int b = 0; b < FS_SELECT_BUCKETS; ++b)
+                    total += sm.u.step.mass[b];
+                r.need_m = p_target(w.fdescs[r.row].top_p, total);
+            }
         }
-        fs_select_step(&r.q, reinterpret_cast<const int32_t *>(sm.u.step.count),
-                       sm.u.step.mass);
+        fb_select_step(r, sm.u.step.count, sm.u.step.mass);
         if (fs_select_done(&r.q)) {
             const fs_filter_desc fd = w.fdescs[r.row];
             if (r.phase == FS_FB_K) {
@@ -447,8 +512,10 @@ __device__ __forceinline__ void draw_pass(Smem &sm, const fs_op_args &a, const f
         fs_filter_cut cut;
         fs_row_desc d = fs_row_desc_skip();
         int64_t row = 0;
-        bool defer = false;   /* the row's last select level is still open */
-        uint32_t band = 0u;   /* then: the band's key prefix (key >> BAND_SHIFT) */
+        int defer = 0;        /* 1: the last select level is open, 2: FS_FB_LIN */
+        uint32_t band = 0u;   /* 1: the band's key prefix (key >> BAND_SHIFT) */
+        int lin_a = 0, lin_b = 0; /* 2: the band's score buckets */
+        float m1 = 0.0f;
         if (fi >= 0) {
             const fs_fallback_row &r = fb[fi];
             row = r.row;
@@ -459,8 +526,11 @@ __device__ __forceinline__ void draw_pass(Smem &sm, const fs_op_args &a, const f
             cut.threshold = r.t_k > r.t_p ? r.t_k : r.t_p;
             cut.max_s = fs_select_score(r.max_key);
             cut.log_min_p = fd.log_min_p;
-            defer = deferring(r);
+            defer = r.phase == FS_FB_LIN ? 2 : deferring(r) ? 1 : 0;
             band = r.q.prefix >> BAND_SHIFT;
+            lin_a = r.lin_a;
+            lin_b = r.lin_b;
+            m1 = r.m1;
         }
         for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
             score_tile(sm, a, s, src, fb, descs, t * TILE, n - g0 < GROUP ? n - g0 : GROUP, vec);
@@ -475,9 +545,16 @@ __device__ __forceinline__ void draw_pass(Smem &sm, const fs_op_args &a, const f
                     if (defer && y >= cut.threshold && y > -INFINITY && y < INFINITY) {
                         /* what the last level histograms (min-p aside):
                            above the band kept, in it open, below cut */
-                        const uint32_t kb = fs_select_key(y) >> BAND_SHIFT;
-                        in_band |= (uint32_t)(kb == band) << i;
-                        keep = keep && kb > band;
+                        int pos; /* < 0 above, 0 in, > 0 below */
+                        if (defer == 1) {
+                            const uint32_t kb = fs_select_key(y) >> BAND_SHIFT;
+                            pos = kb > band ? -1 : kb == band ? 0 : 1;
+                        } else {
+                            const int b = lin_bucket(m1, y);
+                            pos = b < lin_a ? -1 : b <= lin_b ? 0 : 1;
+                        }
+                        in_band |= (uint32_t)(pos == 0) << i;
+                        keep = keep && pos < 0;
                     }
                     kept |= (uint32_t)keep << i;
                     x[i] = keep || ((in_band >> i) & 1u) ? y : -INFINITY;
@@ -527,57 +604,17 @@ __device__ __forceinline__ fs_record merge_draw(const fs_filter_ws &w, unsigned 
     return kept;
 }
 
-/* Row fi deferred its last select level to the draw (FS_FB_DEFER_*): the
- * level's histogram from the deferred blocks' band tokens -- the same
- * tokens, counts and fixed-point masses a histogram pass would add -- its
- * select step, then the deferred blocks pushed under the final cut (a
- * record each, merged after the draw's blocks in ascending token order)
- * and the row finalized.  Every thread of the block calls it. */
-__device__ void defer_finish(Smem &sm, const fs_op_args &a, const fs_filter_ws &w,
-                             const fs_scan_args &s, unsigned int fi, fs_record *row_recs,
-                             int fin_op, const int32_t *pre_status)
+/* The deferred blocks of row fi pushed under sm.u.fin.cut -- a record
+ * each, merged after the draw's blocks in ascending token order (the
+ * deferring order is the atomics') -- and the row finalized.  Expects
+ * sm.u.fin.v[0 .. nd) = the blocks' first tokens, visible to every thread. */
+__device__ void finish_deferred(Smem &sm, const fs_op_args &a, const fs_filter_ws &w,
+                                const fs_scan_args &s, unsigned int fi, unsigned nd,
+                                fs_record *row_recs, int fin_op, const int32_t *pre_status)
 {
     const int tid = threadIdx.x;
-    fs_fallback_row &r = w.fb[fi];
     const fs_fb_defer *def = w.defer + (int64_t)fi * FS_FB_DEFER_CAP;
-    const unsigned nd = r.n_defer < FS_FB_DEFER_CAP ? r.n_defer : FS_FB_DEFER_CAP;
-    __syncthreads(); /* sm's previous use is over */
-    for (int b = tid; b < LAST_BUCKETS; b += THREADS) {
-        sm.u.fin.count[b] = 0u;
-        sm.u.fin.mass64[b] = 0ull;
-    }
-    __syncthreads();
-    for (unsigned i = tid; i < nd * FS_NOISE_BLOCK; i += THREADS) {
-        const fs_fb_defer &e = def[i / FS_NOISE_BLOCK];
-        const int t = (int)(i % FS_NOISE_BLOCK);
-        if (!((e.band >> t) & 1u))
-            continue;
-        const float x = e.x[t];
-        const int b = fs_select_bucket(&r.q, fs_select_key(x));
-        if (b < 0)
-            continue; /* cannot happen: the band is the prefix's range */
-        atomicAdd(&sm.u.fin.count[b], 1u);
-        atomicAdd(&sm.u.fin.mass64[b], fb_mass(r, x));
-    }
-    __syncthreads();
-    for (int b = tid; b < LAST_BUCKETS; b += THREADS)
-        sm.u.fin.mass[b] = (float)((double)sm.u.fin.mass64[b] / FS_FB_MASS_ONE);
-    if (tid < (int)nd)
-        sm.u.fin.v[tid] = def[tid].v;
-    __syncthreads();
-    const int64_t row = r.row;
-    if (tid == 0) {
-        fs_select_step(&r.q, reinterpret_cast<const int32_t *>(sm.u.fin.count), sm.u.fin.mass);
-        if (r.phase == FS_FB_DEFER_K)
-            r.t_k = r.q.threshold;
-        else
-            r.t_p = r.q.threshold;
-        const fs_filter_desc fd = w.fdescs[row];
-        sm.u.fin.cut.threshold = r.t_k > r.t_p ? r.t_k : r.t_p;
-        sm.u.fin.cut.max_s = fs_select_score(r.max_key);
-        sm.u.fin.cut.log_min_p = fd.log_min_p;
-    }
-    __syncthreads();
+    const int64_t row = w.fb[fi].row;
     if (tid < (int)nd) {
         const fs_fb_defer &e = def[tid];
         const fs_filter_cut cut = sm.u.fin.cut;
@@ -612,6 +649,222 @@ __device__ void defer_finish(Smem &sm, const fs_op_args &a, const fs_filter_ws &
     }
 }
 
+/* Thread 0: the final cut of row r into sm.u.fin.cut. */
+__device__ __forceinline__ void set_cut(Smem &sm, const fs_filter_ws &w, const fs_fallback_row &r)
+{
+    sm.u.fin.cut.threshold = r.t_k > r.t_p ? r.t_k : r.t_p;
+    sm.u.fin.cut.max_s = fs_select_score(r.max_key);
+    sm.u.fin.cut.log_min_p = w.fdescs[r.row].log_min_p;
+}
+
+/* Row fi deferred its last select level to the draw (FS_FB_DEFER_*): the
+ * level's histogram from the deferred blocks' band tokens -- the same
+ * tokens, counts and fixed-point masses a histogram pass would add -- its
+ * select step, then finish_deferred.  Every thread of the block calls it. */
+__device__ void defer_finish(Smem &sm, const fs_op_args &a, const fs_filter_ws &w,
+                             const fs_scan_args &s, unsigned int fi, fs_record *row_recs,
+                             int fin_op, const int32_t *pre_status)
+{
+    const int tid = threadIdx.x;
+    fs_fallback_row &r = w.fb[fi];
+    const fs_fb_defer *def = w.defer + (int64_t)fi * FS_FB_DEFER_CAP;
+    const unsigned nd = r.n_defer < FS_FB_DEFER_CAP ? r.n_defer : FS_FB_DEFER_CAP;
+    __syncthreads(); /* sm's previous use is over */
+    for (int b = tid; b < LAST_BUCKETS; b += THREADS) {
+        sm.u.fin.count[b] = 0u;
+        sm.u.fin.mass[b] = 0ull;
+    }
+    __syncthreads();
+    for (unsigned i = tid; i < nd * FS_NOISE_BLOCK; i += THREADS) {
+        const fs_fb_defer &e = def[i / FS_NOISE_BLOCK];
+        const int t = (int)(i % FS_NOISE_BLOCK);
+        if (!((e.band >> t) & 1u))
+            continue;
+        const float x = e.x[t];
+        const int b = fs_select_bucket(&r.q, fs_select_key(x));
+        if (b < 0)
+            continue; /* cannot happen: the band is the prefix's range */
+        atomicAdd(&sm.u.fin.count[b], 1u);
+        atomicAdd(&sm.u.fin.mass[b], fb_mass(r, x));
+    }
+    if (tid < (int)nd)
+        sm.u.fin.v[tid] = def[tid].v;
+    __syncthreads();
+    if (tid == 0) {
+        fb_select_step(r, sm.u.fin.count, sm.u.fin.mass);
+        if (r.phase == FS_FB_DEFER_K)
+            r.t_k = r.q.threshold;
+        else
+            r.t_p = r.q.threshold;
+        set_cut(sm, w, r);
+    }
+    __syncthreads();
+    finish_deferred(sm, a, w, s, fi, nd, row_recs, fin_op, pre_status);
+}
+
+/* After pass 0's score buckets (lin_bucket), thread 0 locates row fi's open
+ * thresholds: the top-k bucket (where the count from the top reaches k),
+ * and the top-p buckets for the least and the most mass top-k can leave
+ * (the part of the top-k bucket above t_k is unknown).  When they span
+ * buckets [a, b] above LIN_UNDER with at most FS_FB_DEFER_CAP tokens in
+ * all, the row moves to FS_FB_LIN; otherwise it stays in its select, whose
+ * level 0 the next pass histograms.  Every thread of the block calls it. */
+__device__ void lin_row(Smem &sm, const fs_filter_ws &w, unsigned int fi)
+{
+    const int tid = threadIdx.x;
+    fs_fallback_row &r = w.fb[fi];
+    const uint32_t *hc = w.hist_count + (int64_t)fi * FS_SELECT_BUCKETS;
+    const unsigned long long *hm = w.hist_mass + (int64_t)fi * FS_SELECT_BUCKETS;
+    __syncthreads();
+    for (int b = tid; b < FS_SELECT_BUCKETS; b += THREADS) {
+        sm.u.step.count[b] = hc[b];
+        sm.u.step.mass[b] = hm[b];
+    }
+    __syncthreads();
+    if (tid != 0 || !(r.m1 > -INFINITY && r.m1 < INFINITY))
+        return;
+    const uint32_t *cnt = sm.u.step.count;
+    const unsigned long long *ms = sm.u.step.mass;
+    const fs_filter_desc fd = w.fdescs[r.row];
+    const uint32_t k = r.phase == FS_FB_K ? (uint32_t)r.q.need_count : 0u;
+    unsigned long long total = 0ull;
+    for (int b = 0; b < FS_SELECT_BUCKETS; ++b)
+        total += ms[b];
+    int bk = -1;
+    unsigned long long mk = 0ull; /* mass above bucket bk */
+    if (k > 0) {
+        uint32_t c = 0u;
+        for (int b = 0; b < FS_SELECT_BUCKETS; ++b) {
+            if (c + cnt[b] >= k) {
+                bk = b;
+                break;
+            }
+            c += cnt[b];
+            mk += ms[b];
+        }
+        if (bk < 0)
+            return;
+    }
+    int lo = bk, hi = bk;
+    if (fd.top_p < 1.0f) {
+        const unsigned long long need_lo = p_target(fd.top_p, k > 0 ? mk : total);
+        const unsigned long long need_hi = p_target(fd.top_p, k > 0 ? mk + ms[bk] : total);
+        const int last = k > 0 ? bk : LIN_UNDER;
+        lo = hi = last;
+        unsigned long long m = 0ull;
+        bool got_lo = false;
+        for (int b = 0; b <= last; ++b) {
+            m += ms[b];
+            if (!got_lo && m >= need_lo) {
+                lo = b;
+                got_lo = true;
+            }
+            if (m >= need_hi) {
+                hi = b;
+                break;
+            }
+        }
+        if (k > 0)
+            hi = bk;
+    }
+    if (hi >= LIN_UNDER)
+        return;
+    uint32_t c_above = 0u, c_in = 0u;
+    unsigned long long m_above = 0ull;
+    for (int b = 0; b < lo; ++b) {
+        c_above += cnt[b];
+        m_above += ms[b];
+    }
+    for (int b = lo; b <= hi; ++b)
+        c_in += cnt[b];
+    if (c_in > FS_FB_DEFER_CAP)
+        return;
+    r.lin_a = lo;
+    r.lin_b = hi;
+    r.lin_c_above = (int32_t)c_above;
+    r.lin_m_above = m_above;
+    r.lin_m_total = total;
+    r.n_defer = 0u;
+    r.phase = FS_FB_LIN;
+}
+
+/* Row fi in FS_FB_LIN after the draw: its band tokens (the deferred blocks'
+ * tokens in buckets [lin_a, lin_b]) sorted by score, t_k the (k - above)-th
+ * of them, then t_p where the fixed-point mass from the top reaches top_p
+ * of the mass >= t_k -- the same integers, hence the same thresholds, as
+ * the radix selects over the whole vocabulary -- then finish_deferred. */
+__device__ void lin_finish(Smem &sm, const fs_op_args &a, const fs_filter_ws &w,
+                           const fs_scan_args &s, unsigned int fi, fs_record *row_recs,
+                           int fin_op, const int32_t *pre_status)
+{
+    const int tid = threadIdx.x;
+    fs_fallback_row &r = w.fb[fi];
+    const fs_fb_defer *def = w.defer + (int64_t)fi * FS_FB_DEFER_CAP;
+    const unsigned nd = r.n_defer < FS_FB_DEFER_CAP ? r.n_defer : FS_FB_DEFER_CAP;
+    __syncthreads(); /* sm's previous use is over */
+    if (tid == 0)
+        sm.u.fin.nb = 0u;
+    __syncthreads();
+    for (unsigned i = tid; i < nd * FS_NOISE_BLOCK; i += THREADS) {
+        const fs_fb_defer &e = def[i / FS_NOISE_BLOCK];
+        const int t = (int)(i % FS_NOISE_BLOCK);
+        if (!((e.band >> t) & 1u))
+            continue;
+        const unsigned slot = atomicAdd(&sm.u.fin.nb, 1u);
+        if (slot < FS_FB_DEFER_CAP) { /* the band holds at most that many */
+            sm.u.fin.bs[slot] = e.x[t];
+            sm.u.fin.bm[slot] = fb_mass(r, e.x[t]);
+        }
+    }
+    if (tid < (int)nd)
+        sm.u.fin.v[tid] = def[tid].v;
+    __syncthreads();
+    const unsigned nb = sm.u.fin.nb < FS_FB_DEFER_CAP ? sm.u.fin.nb : FS_FB_DEFER_CAP;
+    if (tid < (int)nb) { /* rank: descending score, ties by slot */
+        const float x = sm.u.fin.bs[tid];
+        int rank = 0;
+        for (unsigned j = 0; j < nb; ++j) {
+            const float y = sm.u.fin.bs[j];
+            rank += y > x || (y == x && (int)j < tid);
+        }
+        sm.u.fin.ss[rank] = x;
+        sm.u.fin.sms[rank] = sm.u.fin.bm[tid];
+    }
+    __syncthreads();
+    if (tid == 0) {
+        const fs_filter_desc fd = w.fdescs[r.row];
+        const int32_t k = fd.top_k > 0 && fd.top_k < r.count ? fd.top_k : 0;
+        const float *ss = sm.u.fin.ss;
+        const unsigned long long *sms = sm.u.fin.sms;
+        unsigned long long z = r.lin_m_total;
+        if (k > 0 && nb > 0) {
+            int i = k - r.lin_c_above - 1; /* in the band: bucket lin_b holds the k-th */
+            i = i < 0 ? 0 : i >= (int)nb ? (int)nb - 1 : i;
+            r.t_k = ss[i];
+            z = r.lin_m_above;
+            for (unsigned j = 0; j < nb && ss[j] >= r.t_k; ++j)
+                z += sms[j];
+        }
+        if (fd.top_p < 1.0f) {
+            const unsigned long long need = p_target(fd.top_p, z);
+            unsigned long long m = r.lin_m_above;
+            unsigned j = 0;
+            while (j < nb && ss[j] >= r.t_k) {
+                const float v = ss[j];
+                while (j < nb && ss[j] == v)
+                    m += sms[j++];
+                if (m >= need) {
+                    r.t_p = v;
+                    break;
+                }
+            }
+        }
+        set_cut(sm, w, r);
+    }
+    __syncthreads();
+    finish_deferred(sm, a, w, s, fi, nd, row_recs, fin_op, pre_status);
+}
+
 bool vec_weights(const fs_fallback_src &src)
 {
     return src.weight && src.wdtype != FS_DTYPE_F32 && src.D % 8 == 0 &&
@@ -631,9 +884,11 @@ __global__ void __launch_bounds__(THREADS)
     __shared__ Smem sm;
     const int tid = threadIdx.x;
 
-    /* histogram passes: pass 0 also finds each row's max; at most 3 levels
-       of a top-k select and 3 of a top-p select */
-    for (int pass = 0; pass < 2 * FS_SELECT_LEVELS; ++pass) {
+    /* histogram passes: pass 0 also finds each row's max, and histograms
+       score buckets (lin) when the rows may defer; then at most 3 levels of
+       a top-k select and 3 of a top-p select */
+    const bool lin = w.defer_last && !s.tree_rows;
+    for (int pass = 0; pass < 2 * FS_SELECT_LEVELS + 1; ++pass) {
         if (pass > 0 && !any_selecting(w.fb, n))
             break;
         for (int64_t i = (int64_t)blockIdx.x * THREADS + tid; i < (int64_t)n * FS_SELECT_BUCKETS;
@@ -642,20 +897,28 @@ __global__ void __launch_bounds__(THREADS)
             w.hist_mass[i] = 0ull;
         }
         grid.sync();
-        hist_pass(sm, a, w, s, src, n, pass, vec, nullptr);
+        hist_pass(sm, a, w, s, src, n, pass, vec, nullptr, lin && pass == 0);
         grid.sync();
         /* the select steps: a block per row */
         for (unsigned int fi = blockIdx.x; fi < n; fi += gridDim.x)
-            if (selecting(w.fb[fi]))
-                select_row(sm, w, fi, w.defer_last && !s.tree_rows);
+            if (selecting(w.fb[fi])) {
+                if (lin && pass == 0)
+                    lin_row(sm, w, fi);
+                else
+                    select_row(sm, w, fi, lin);
+            }
         grid.sync();
     }
 
     draw_pass(sm, a, w, s, src, n, vec);
     grid.sync();
-    for (unsigned int fi = blockIdx.x; fi < n; fi += gridDim.x)
-        if (deferring(w.fb[fi]))
+    for (unsigned int fi = blockIdx.x; fi < n; fi += gridDim.x) {
+        const int phase = w.fb[fi].phase;
+        if (phase == FS_FB_LIN)
+            lin_finish(sm, a, w, s, fi, row_recs, fin_op, pre_status);
+        else if (phase == FS_FB_DEFER_K || phase == FS_FB_DEFER_P)
             defer_finish(sm, a, w, s, fi, row_recs, fin_op, pre_status);
+    }
     for (unsigned int fi = blockIdx.x * THREADS + tid; fi < n; fi += gridDim.x * THREADS) {
         if (deferring(w.fb[fi]))
             continue;
@@ -723,7 +986,7 @@ __global__ void __launch_bounds__(THREADS)
     if (n == 0 || (pass > 0 && !any_selecting(w.fb, n)))
         return; /* uniform */
     __shared__ Smem sm;
-    hist_pass(sm, a, w, s, src, n, pass, vec, w.tp_max);
+    hist_pass(sm, a, w, s, src, n, pass, vec, w.tp_max, false);
 }
 
 __global__ void __launch_bounds__(THREADS) fs_tp_fb_step_kernel(fs_filter_ws w, int pass)

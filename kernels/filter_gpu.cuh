@@ -21,17 +21,37 @@ typedef struct fs_fallback_row {
     float m1;         /* the first pass's max score: the reference of the masses */
     float t_k;        /* top-k threshold (-inf: none) */
     float t_p;        /* top-p threshold (-inf: none) */
-    fs_select q;      /* the select running in phase FS_FB_K / FS_FB_P */
-    uint32_t n_defer; /* FS_FB_DEFER_*: blocks deferred by the draw */
+    fs_select q;      /* the select running in phase FS_FB_K / FS_FB_P (its float
+                         masses unused: need_m, above_m) */
+    unsigned long long need_m;  /* top-p: the mass target, fixed point */
+    unsigned long long above_m; /* fixed-point mass above the prefix's range */
+    uint32_t n_defer; /* FS_FB_DEFER_* / FS_FB_LIN: blocks deferred by the draw */
+    /* FS_FB_LIN: the score buckets [lin_a, lin_b] (lin_bucket) that hold
+       every threshold still open, and what lies above them */
+    int32_t lin_a, lin_b;
+    int32_t lin_c_above;
+    unsigned long long lin_m_above, lin_m_total;
 } fs_fallback_row;
 
-/* Phases of a handed-over row.  FS_FB_DEFER_K / _P: the row's last select
+/* Phases of a handed-over row.  FS_FB_LIN: the first pass's histogram of
+ * scores in fixed-width buckets below the first pass's max located every
+ * open threshold in buckets holding at most FS_FB_DEFER_CAP tokens: the
+ * draw runs next, deferring the noise blocks with a token there, and the
+ * thresholds are found among those tokens after it.  FS_FB_DEFER_K / _P:
+ * the row's last select
  * (top-k without top-p, or top-p) has one level left, whose band -- the
  * tokens matching the key prefix fixed so far -- holds at most
  * FS_FB_DEFER_CAP tokens: the draw runs now, deferring the noise blocks
  * with a band token, and the level is resolved from those blocks after
  * it (filter_fallback.cu). */
-enum { FS_FB_K = 0, FS_FB_P = 1, FS_FB_DRAW = 2, FS_FB_DEFER_K = 3, FS_FB_DEFER_P = 4 };
+enum {
+    FS_FB_K = 0,
+    FS_FB_P = 1,
+    FS_FB_DRAW = 2,
+    FS_FB_DEFER_K = 3,
+    FS_FB_DEFER_P = 4,
+    FS_FB_LIN = 5
+};
 
 #define FS_FB_DEFER_CAP 256
 

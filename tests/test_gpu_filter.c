@@ -351,9 +351,12 @@ static void test_bad_values(void **state)
 /* The second pass runs a row's last select level beside the draw when the
  * level's band (the tokens sharing the key prefix fixed so far) holds at
  * most FS_FB_DEFER_CAP tokens, and takes that level's histogram from the
- * draw's deferred blocks.  test_agree's exact inputs put every band on one
- * score (ties), where a wrong histogram cannot move the threshold; here the
- * logits are continuous, so bands hold several distinct scores.  The CPU
+ * draw's deferred blocks; before that, rows whose first pass over score
+ * buckets locates every threshold in buckets holding at most that many
+ * tokens find them among those tokens after the draw (FS_FB_LIN).
+ * test_agree's exact inputs put every band on one score (ties), where a
+ * wrong histogram cannot move the threshold; here the logits are
+ * continuous, so bands hold several distinct scores.  The CPU
  * sums masses in another order, so near-ties in top-p could differ from
  * it; the comparison is with the same GPU pass run level by level
  * (FLASHSPEC_FILTER_DEFER=0), whose thresholds must be the same bits:
@@ -368,8 +371,12 @@ static void test_defer(void **state)
         build(&cs[i], 31 + i, &f);
         fst_rng rng;
         fst_rng_seed(&rng, 977 + i);
+        /* spreads: most rows put the thresholds in the first pass's score
+           buckets; narrow ones overflow them (every token in a few
+           buckets), wide ones can put them below (the radix selects run) */
+        static const double SPREAD[3] = {2.0, 0.01, 8.0};
         for (int64_t j = 0; j < f.in.rows * f.in.V; ++j)
-            f.logits[j] = (float)(2.0 * fst_normal(&rng));
+            f.logits[j] = (float)(SPREAD[(j / f.in.V) % 3] * fst_normal(&rng));
         for (int64_t r = 0; r < f.in.requests; ++r) {
             /* wide kept sets: top-p 0.5 / 0.9 / 0.99, top-k 300 / 3000 alone
                and under top-p, min-p with top-p */
