@@ -37,6 +37,9 @@ constexpr int KC = 32;               /* D per staged chunk */
 constexpr int WP = KC + 1;           /* staged W row pitch: conflict-free column reads */
 constexpr int SP = TILE + 1;         /* score row pitch */
 static_assert(TILE % 32 == 0 && THREADS % TILE == 0, "hist_pass: a warp's tokens share a row");
+constexpr int HK = 64;              /* k per staged chunk of H (mma path) */
+constexpr int HP = HK + 32;         /* its slot pitch in halves: 192 bytes, conflict-free 16-byte reads */
+static_assert(GROUP * (HK / 8) == THREADS, "mma_tile: a 16-byte copy of H per thread");
 constexpr int LAST_BUCKETS = 1024; /* fs_select_digits(FS_SELECT_LEVELS - 1): the last level's */
 constexpr int BAND_SHIFT = 10;     /* fs_select_shift(FS_SELECT_LEVELS - 2): its band's key bits */
 static_assert(FS_FB_DEFER_CAP <= THREADS, "defer_finish: a thread per deferred block");
@@ -55,6 +58,7 @@ struct Smem {
             float w[TILE][WP]; /* W chunk as fp32 */
             float h[GROUP][KC];
         } mm;
+        uint16_t h[2][GROUP][HP]; /* mma path: H chunks, double-buffered */
         struct {
             uint32_t count[FS_SELECT_BUCKETS];
             unsigned long long mass[FS_SELECT_BUCKETS];
@@ -184,12 +188,12 @@ __device__ __forceinline__ uint4 ldg_w(const uint16_t *p)
  * whole 64-byte row segments with no shared memory and no barrier: a warp
  * runs at its own pace, U steps of loads in flight.  A one-row pass over
  * 151936 x 4096 takes ~0.5 ms (the weight stream: 0.42) where the fp32 loop
- * took ~1.4 ms, latency-bound on its staged loads and barriers (H100).  With
- * 17-32 slots (NT = 4, U = 2: registers) a pass is ~1 ms.
- * Every pass and the draw run this code, so they see the same scores;
- * empty slots load zeros (their columns are never read). */
+ * took ~1.4 ms, latency-bound on its staged loads and barriers (H100).
+ * mma_tile_slots takes it for up to 8 slots (one n-tile), where every warp
+ * reading H is cheap; more slots take mma_tile_staged.  Empty slots load
+ * zeros (their columns are never read). */
 template <bool BF16, int NT>
-__device__ __forceinline__ void mma_tile(Smem &sm, const fs_fallback_src &src,
+__device__ __forceinline__ void mma_tile_direct(Smem &sm, const fs_fallback_src &src,
                                          const fs_fallback_row *fb, int64_t V, int64_t v0)
 {
     constexpr int U = NT >= 2 ? 2 : 4;
@@ -250,17 +254,109 @@ __device__ __forceinline__ void mma_tile(Smem &sm, const fs_fallback_src &src,
     }
 }
 
+/* Raw logits of the tile's tokens for the group's first 8 * NT slots into
+ * sm.sc, on tensor cores.  Warp w takes tokens v0 + 16 w .. + 15 (the MMA's
+ * M) against the slots' hidden states (N), K in steps of 32: lane (g, q)
+ * loads 16 bytes -- k 8q .. 8q + 7 of the step -- of tokens g and g + 8
+ * straight from global memory into its A fragment, and reads the same k of
+ * slot g of every n-tile from shared memory.  The MMAs' k slots are thus a
+ * permutation of the step's k (the same for W and H, so the dot product is
+ * unchanged), and a warp's W loads are whole 64-byte row segments.  H is
+ * staged per block, HK of k at a time, double-buffered with cp.async (a
+ * chunk's W loads are issued before the wait for its H): read by every warp
+ * from global memory, H was 2x the weight stream in L2 traffic at 32 slots
+ * and its fragments held registers.  Top-p 0.9 on 64 flat rows of 151936 x
+ * 4096 went 4.33 -> 2.99 ms a call; with one n-tile the direct loads stay
+ * 1.6% faster (H100).  Every pass and the draw run the same code for a
+ * group, so they see the same scores (a score depends only on its own
+ * slot's dot product, in a fixed order); empty slots are zero-filled. */
+template <bool BF16, int NT>
+__device__ __forceinline__ void mma_tile_staged(Smem &sm, const fs_fallback_src &src,
+                                         const fs_fallback_row *fb, int64_t V, int64_t v0)
+{
+    constexpr int STEPS = HK / 32;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int g = lane >> 2, q = lane & 3;
+    const int64_t D = src.D;
+    const uint16_t *W = static_cast<const uint16_t *>(src.weight);
+    const uint16_t *H = static_cast<const uint16_t *>(src.hidden);
+    const int64_t t_lo = v0 + warp * 16 + g, t_hi = t_lo + 8;
+    const bool lo_ok = t_lo < V, hi_ok = t_hi < V;
+    const uint16_t *w_lo = W + (lo_ok ? t_lo : 0) * D + 8 * q;
+    const uint16_t *w_hi = W + (hi_ok ? t_hi : 0) * D + 8 * q;
+    /* H staging: thread tid copies 16 bytes (8 halves, part hp) of slot hs */
+    const int hs = tid / (HK / 8), hp = tid % (HK / 8);
+    const int hfi = hs < 8 * NT ? sm.rows[hs] : -1;
+    const uint16_t *h_src = H + (hfi >= 0 ? fb[hfi].row : 0) * D + 8 * hp;
+    const int64_t chunks = (D + HK - 1) / HK;
+    auto stage_h = [&](int64_t c) {
+        const int64_t k = c * HK + 8 * hp; /* D % 8 == 0: 8 halves all in or all out */
+        const bool in = hfi >= 0 && k < D;
+        fs_cp_async16(fs_smem_addr(&sm.u.h[c & 1][hs][8 * hp]), in ? h_src + c * HK : H,
+                      in ? 16 : 0);
+        fs_cp_async_commit();
+    };
+    const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+    auto load_w = [&](uint4 (&a)[STEPS][2], int64_t c) {
+#pragma unroll
+        for (int u = 0; u < STEPS; ++u) {
+            const int64_t k = c * HK + 32 * u;
+            const bool kin = k + 8 * q < D;
+            a[u][0] = kin && lo_ok ? ldg_w(w_lo + k) : zero;
+            a[u][1] = kin && hi_ok ? ldg_w(w_hi + k) : zero;
+        }
+    };
+    float acc[NT][4];
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+        acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+    uint4 a[STEPS][2];
+    stage_h(0);
+    for (int64_t c = 0; c < chunks; ++c) {
+        load_w(a, c);
+        if (c + 1 < chunks) {
+            stage_h(c + 1);
+            fs_cp_async_wait<1>();
+        } else {
+            fs_cp_async_wait<0>();
+        }
+        __syncthreads(); /* chunk c of H is in for every thread */
+#pragma unroll
+        for (int u = 0; u < STEPS; ++u) {
+            const uint32_t a0[4] = {a[u][0].x, a[u][1].x, a[u][0].y, a[u][1].y};
+            const uint32_t a1[4] = {a[u][0].z, a[u][1].z, a[u][0].w, a[u][1].w};
+#pragma unroll
+            for (int j = 0; j < NT; ++j) {
+                const uint4 b = *reinterpret_cast<const uint4 *>(&sm.u.h[c & 1][8 * j + g][32 * u + 8 * q]);
+                fs_mma16816<BF16>(acc[j], a0, b.x, b.y);
+                fs_mma16816<BF16>(acc[j], a1, b.z, b.w);
+            }
+        }
+        __syncthreads(); /* buffer c & 1 is free for chunk c + 2 */
+    }
+    const int tok = warp * 16 + g;
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+        const int s0 = 8 * j + 2 * q;
+        sm.sc[s0][tok] = acc[j][0];
+        sm.sc[s0 + 1][tok] = acc[j][1];
+        sm.sc[s0][tok + 8] = acc[j][2];
+        sm.sc[s0 + 1][tok + 8] = acc[j][3];
+    }
+}
+
+/* The group's raw logits for its first `active` slots, on tensor cores. */
 template <bool BF16>
 __device__ __forceinline__ void mma_tile_slots(Smem &sm, const fs_fallback_src &src,
                                                const fs_fallback_row *fb, int64_t V, int64_t v0,
                                                int active)
 {
     if (active <= 8)
-        mma_tile<BF16, 1>(sm, src, fb, V, v0);
+        mma_tile_direct<BF16, 1>(sm, src, fb, V, v0);
     else if (active <= 16)
-        mma_tile<BF16, 2>(sm, src, fb, V, v0);
+        mma_tile_staged<BF16, 2>(sm, src, fb, V, v0);
     else
-        mma_tile<BF16, 4>(sm, src, fb, V, v0);
+        mma_tile_staged<BF16, 4>(sm, src, fb, V, v0);
 }
 
 /* Scores of the tile's tokens v0 .. v0 + TILE for the rows in sm.rows (the
@@ -872,7 +968,7 @@ bool vec_weights(const fs_fallback_src &src)
            (reinterpret_cast<uintptr_t>(src.hidden) & 15u) == 0;
 }
 
-__global__ void __launch_bounds__(THREADS)
+__global__ void __launch_bounds__(THREADS, 2)
     fs_filter_fallback_kernel(fs_op_args a, fs_filter_ws w, fs_scan_args s, fs_fallback_src src,
                               fs_record *row_recs, int fin_op, const int32_t *pre_status,
                               bool vec)

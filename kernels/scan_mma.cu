@@ -46,28 +46,6 @@ template <int BN> struct mma_cfg {
     static_assert(MT >= 1 && NT >= 2 && NT % 2 == 0, "warp tile");
 };
 
-__device__ __forceinline__ uint32_t smem_addr(const void *p)
-{
-    return (uint32_t)__cvta_generic_to_shared(p);
-}
-
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, int src_bytes)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-                 "r"(src_bytes)
-                 : "memory");
-}
-
-__device__ __forceinline__ void cp_async_commit()
-{
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-
-template <int N> __device__ __forceinline__ void cp_async_wait()
-{
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
 __device__ __forceinline__ void ldmatrix_x4(uint32_t addr, uint32_t &r0, uint32_t &r1,
                                             uint32_t &r2, uint32_t &r3)
 {
@@ -96,7 +74,7 @@ __device__ __forceinline__ void load_tile(uint16_t *s, const uint16_t *__restric
         if (vec) {
             const bool ok = row_ok && k < D; /* D % 8 == 0: the chunk is all in or all out */
             const uint16_t *src = ok ? g + grow * D + k : g;
-            cp_async16(smem_addr(dst), src, ok ? 16 : 0);
+            fs_cp_async16(fs_smem_addr(dst), src, ok ? 16 : 0);
         } else {
             uint32_t w[4];
 #pragma unroll
@@ -148,11 +126,11 @@ __global__ void __launch_bounds__(THREADS)
             load_tile(sA + s * BM * BK, W, BM, v0, V, (int64_t)s * BK, D, vecb);
             load_tile(sB + s * BN * BK, H, BN, n0, a.rows, (int64_t)s * BK, D, vecb);
         }
-        cp_async_commit();
+        fs_cp_async_commit();
     }
 
     for (int kt = 0; kt < KT; ++kt) {
-        cp_async_wait<cfg::STAGES - 2>();
+        fs_cp_async_wait<cfg::STAGES - 2>();
         __syncthreads();
         {
             const int pf = kt + cfg::STAGES - 1;
@@ -161,7 +139,7 @@ __global__ void __launch_bounds__(THREADS)
                 load_tile(sA + st * BM * BK, W, BM, v0, V, (int64_t)pf * BK, D, vecb);
                 load_tile(sB + st * BN * BK, H, BN, n0, a.rows, (int64_t)pf * BK, D, vecb);
             }
-            cp_async_commit();
+            fs_cp_async_commit();
         }
         const uint16_t *tA = sA + (kt % cfg::STAGES) * BM * BK;
         const uint16_t *tB = sB + (kt % cfg::STAGES) * BN * BK;
@@ -172,7 +150,7 @@ __global__ void __launch_bounds__(THREADS)
             for (int mt = 0; mt < cfg::MT; ++mt) {
                 const int row = wm * cfg::WM + mt * 16 + (lane & 15);
                 const int c = kk * 2 + (lane >> 4);
-                ldmatrix_x4(smem_addr(tA + swz(row, c)), af[mt][0], af[mt][1], af[mt][2],
+                ldmatrix_x4(fs_smem_addr(tA + swz(row, c)), af[mt][0], af[mt][1], af[mt][2],
                             af[mt][3]);
             }
             uint32_t bf[cfg::NT][2];
@@ -180,7 +158,7 @@ __global__ void __launch_bounds__(THREADS)
             for (int np = 0; np < cfg::NT / 2; ++np) {
                 const int row = wn * cfg::WN + np * 16 + (lane & 7) + ((lane >> 4) << 3);
                 const int c = kk * 2 + ((lane >> 3) & 1);
-                ldmatrix_x4(smem_addr(tB + swz(row, c)), bf[2 * np][0], bf[2 * np][1],
+                ldmatrix_x4(fs_smem_addr(tB + swz(row, c)), bf[2 * np][0], bf[2 * np][1],
                             bf[2 * np + 1][0], bf[2 * np + 1][1]);
             }
 #pragma unroll
@@ -190,7 +168,7 @@ __global__ void __launch_bounds__(THREADS)
                     fs_mma16816<BF16>(acc[mt][nt], af[mt], bf[nt][0], bf[nt][1]);
         }
     }
-    cp_async_wait<0>();
+    fs_cp_async_wait<0>();
     __syncthreads();
 
     /* stage the fp32 logits as [row][token] and push them */
