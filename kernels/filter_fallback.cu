@@ -50,6 +50,7 @@ static_assert(FS_FB_DEFER_CAP <= THREADS, "defer_finish: a thread per deferred b
  * 151936 tokens has at most ~480 tokens in a bucket, ~100 where top-p 0.9
  * crosses. */
 constexpr float LIN_SCALE = 128.0f;
+constexpr float GUESS_REL = 1.0f / 4096.0f;
 constexpr int LIN_UNDER = FS_SELECT_BUCKETS - 1;
 
 struct Smem {
@@ -97,6 +98,19 @@ __device__ __forceinline__ int lin_bucket(float m1, float x)
 {
     const float d = (m1 - x) * LIN_SCALE;
     return d < 1.0f ? 0 : d < (float)LIN_UNDER ? (int)d : LIN_UNDER;
+}
+
+/* Min-p rows drawn before their max is known (guess_finish): the band
+ * [lo, hi] of scores around the threshold the first pass's max m1 gives,
+ * wide enough for this pass's max to lie within half of it of m1 (the two
+ * passes' scores differ by rounding, ~1e-6 relative; the band is 2^-12 of
+ * max(1, |m1|) each way: ~40 tokens of an N(0, 1) row of 151936). */
+__device__ __forceinline__ void guess_band(float m1, float log_min_p, float *lo, float *hi)
+{
+    const float t = m1 + log_min_p;
+    const float dl = fmaxf(1.0f, fabsf(m1)) * GUESS_REL;
+    *lo = t - dl;
+    *hi = t + dl;
 }
 
 /* The top-p target: top_p of the fixed-point mass z.  Every path of the
@@ -589,7 +603,7 @@ __device__ __forceinline__ void select_row(Smem &sm, const fs_filter_ws &w, unsi
  * which the resolve set to -inf when it handed the row over. */
 __device__ __forceinline__ void draw_pass(Smem &sm, const fs_op_args &a, const fs_filter_ws &w,
                                           const fs_scan_args &s, const fs_fallback_src &src,
-                                          unsigned int n, bool vec)
+                                          unsigned int n, bool vec, bool guess)
 {
     const int tid = threadIdx.x;
     const fs_row_desc *descs = s.descs;
@@ -598,7 +612,7 @@ __device__ __forceinline__ void draw_pass(Smem &sm, const fs_op_args &a, const f
     for (unsigned int g0 = 0; g0 < n; g0 += GROUP) {
         __syncthreads();
         if (tid < GROUP)
-            sm.rows[tid] = g0 + tid < n ? (int)(g0 + tid) : -1;
+            sm.rows[tid] = g0 + tid < n && fb[g0 + tid].phase != FS_FB_DONE ? (int)(g0 + tid) : -1;
         __syncthreads();
         /* thread: group row tid / 8, noise block tid % 8 of each tile */
         const int g = tid / (TILE / FS_NOISE_BLOCK), nb = tid % (TILE / FS_NOISE_BLOCK);
@@ -608,10 +622,13 @@ __device__ __forceinline__ void draw_pass(Smem &sm, const fs_op_args &a, const f
         fs_filter_cut cut;
         fs_row_desc d = fs_row_desc_skip();
         int64_t row = 0;
-        int defer = 0;        /* 1: the last select level is open, 2: FS_FB_LIN */
-        uint32_t band = 0u;   /* 1: the band's key prefix (key >> BAND_SHIFT) */
-        int lin_a = 0, lin_b = 0; /* 2: the band's score buckets */
-        float m1 = 0.0f;
+        /* the band of deferred tokens; three words, whose meaning depends
+           on the mode (registers: the draw is the kernel's tightest code)
+             1 (the last select level open): ra = the key prefix (key >> BAND_SHIFT)
+             2 (FS_FB_LIN): ra = m1's bits, rb, rc = the score buckets
+             3 (guess): ra, rb = the scores' bounds' bits, rc = this thread's max key */
+        int defer = 0;
+        uint32_t ra = 0u, rb = 0u, rc = 0u;
         if (fi >= 0) {
             const fs_fallback_row &r = fb[fi];
             row = r.row;
@@ -623,10 +640,25 @@ __device__ __forceinline__ void draw_pass(Smem &sm, const fs_op_args &a, const f
             cut.max_s = fs_select_score(r.max_key);
             cut.log_min_p = fd.log_min_p;
             defer = r.phase == FS_FB_LIN ? 2 : deferring(r) ? 1 : 0;
-            band = r.q.prefix >> BAND_SHIFT;
-            lin_a = r.lin_a;
-            lin_b = r.lin_b;
-            m1 = r.m1;
+            if (defer == 1) {
+                ra = r.q.prefix >> BAND_SHIFT;
+            } else if (defer == 2) {
+                ra = __float_as_uint(r.m1);
+                rb = (uint32_t)r.lin_a;
+                rc = (uint32_t)r.lin_b;
+            }
+            if (guess) {
+                /* the max is being found: the cut keeps every finite
+                   token, the band decides (guess_finish checks the max) */
+                defer = 3;
+                cut.threshold = -INFINITY;
+                cut.max_s = 0.0f;
+                cut.log_min_p = -INFINITY;
+                float lo, hi;
+                guess_band(r.m1, fd.log_min_p, &lo, &hi);
+                ra = __float_as_uint(lo);
+                rb = __float_as_uint(hi);
+            }
         }
         for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
             score_tile(sm, a, s, src, fb, descs, t * TILE, n - g0 < GROUP ? n - g0 : GROUP, vec);
@@ -644,10 +676,14 @@ __device__ __forceinline__ void draw_pass(Smem &sm, const fs_op_args &a, const f
                         int pos; /* < 0 above, 0 in, > 0 below */
                         if (defer == 1) {
                             const uint32_t kb = fs_select_key(y) >> BAND_SHIFT;
-                            pos = kb > band ? -1 : kb == band ? 0 : 1;
+                            pos = kb > ra ? -1 : kb == ra ? 0 : 1;
+                        } else if (defer == 2) {
+                            const int b = lin_bucket(__uint_as_float(ra), y);
+                            pos = b < (int)rb ? -1 : b <= (int)rc ? 0 : 1;
                         } else {
-                            const int b = lin_bucket(m1, y);
-                            pos = b < lin_a ? -1 : b <= lin_b ? 0 : 1;
+                            const uint32_t ky = fs_select_key(y);
+                            rc = ky > rc ? ky : rc;
+                            pos = y > __uint_as_float(rb) ? -1 : y >= __uint_as_float(ra) ? 0 : 1;
                         }
                         in_band |= (uint32_t)(pos == 0) << i;
                         keep = keep && pos < 0;
@@ -685,6 +721,8 @@ __device__ __forceinline__ void draw_pass(Smem &sm, const fs_op_args &a, const f
         }
         if (fi >= 0 && nb == 0)
             w.fb_recs[(int64_t)fi * gridDim.x + blockIdx.x] = rec;
+        if (defer == 3 && rc != 0u)
+            atomicMax(&w.fb[fi].max_key, rc);
     }
 }
 
@@ -961,6 +999,45 @@ __device__ void lin_finish(Smem &sm, const fs_op_args &a, const fs_filter_ws &w,
     finish_deferred(sm, a, w, s, fi, nd, row_recs, fin_op, pre_status);
 }
 
+/* Row fi after a guessed draw (every handed-over row min-p alone, pass 0
+ * skipped): the draw found the row's max m2 and kept the tokens above the
+ * band guess_band gives, cut those below it and deferred the blocks with a
+ * token in it.  When m2 lies within half the band's width of m1 and the
+ * band overflowed no buffer, every token outside the band is at least that
+ * far from the exact threshold: the band's tokens are decided by the exact
+ * cut (finish_deferred) and the row is FS_FB_DONE.  Otherwise it stays in
+ * FS_FB_DRAW for the draw that follows.  Every thread of the block calls it. */
+__device__ void guess_finish(Smem &sm, const fs_op_args &a, const fs_filter_ws &w,
+                             const fs_scan_args &s, unsigned int fi, fs_record *row_recs,
+                             int fin_op, const int32_t *pre_status)
+{
+    const int tid = threadIdx.x;
+    fs_fallback_row &r = w.fb[fi];
+    const fs_filter_desc fd = w.fdescs[r.row];
+    const float m2 = fs_select_score(r.max_key);
+    float lo, hi;
+    guess_band(r.m1, fd.log_min_p, &lo, &hi);
+    const float t1 = r.m1 + fd.log_min_p, t2 = m2 + fd.log_min_p, half = 0.25f * (hi - lo);
+    const bool ok = r.n_defer <= FS_FB_DEFER_CAP && r.max_key != 0u &&
+                    (t2 == t1 || (t2 >= t1 - half && t2 <= t1 + half));
+    if (!ok)
+        return; /* uniform: every thread read the same */
+    const fs_fb_defer *def = w.defer + (int64_t)fi * FS_FB_DEFER_CAP;
+    const unsigned nd = r.n_defer;
+    __syncthreads(); /* sm's previous use is over */
+    if (tid < (int)nd)
+        sm.u.fin.v[tid] = def[tid].v;
+    if (tid == 0) {
+        sm.u.fin.cut.threshold = -INFINITY;
+        sm.u.fin.cut.max_s = m2;
+        sm.u.fin.cut.log_min_p = fd.log_min_p;
+    }
+    __syncthreads();
+    finish_deferred(sm, a, w, s, fi, nd, row_recs, fin_op, pre_status);
+    if (tid == 0)
+        r.phase = FS_FB_DONE;
+}
+
 bool vec_weights(const fs_fallback_src &src)
 {
     return src.weight && src.wdtype != FS_DTYPE_F32 && src.D % 8 == 0 &&
@@ -984,7 +1061,9 @@ __global__ void __launch_bounds__(THREADS, 2)
        score buckets (lin) when the rows may defer; then at most 3 levels of
        a top-k select and 3 of a top-p select */
     const bool lin = w.defer_last && !s.tree_rows;
-    for (int pass = 0; pass < 2 * FS_SELECT_LEVELS + 1; ++pass) {
+    /* no row selects (min-p alone): draw now, finding the max as it goes */
+    const bool guess = lin && !any_selecting(w.fb, n);
+    for (int pass = 0; pass < 2 * FS_SELECT_LEVELS + 1 && !guess; ++pass) {
         if (pass > 0 && !any_selecting(w.fb, n))
             break;
         for (int64_t i = (int64_t)blockIdx.x * THREADS + tid; i < (int64_t)n * FS_SELECT_BUCKETS;
@@ -1006,8 +1085,24 @@ __global__ void __launch_bounds__(THREADS, 2)
         grid.sync();
     }
 
-    draw_pass(sm, a, w, s, src, n, vec);
-    grid.sync();
+    /* the draw; after a guessed one, again for the rows it could not finish
+       (one call site: the draw's code is inlined once) */
+    for (int round = guess ? 0 : 1; round < 2; ++round) {
+        if (round == 1 && guess) {
+            bool left = false;
+            for (unsigned int fi = 0; fi < n; ++fi)
+                left |= w.fb[fi].phase != FS_FB_DONE;
+            if (!left)
+                break; /* uniform */
+        }
+        draw_pass(sm, a, w, s, src, n, vec, round == 0);
+        grid.sync();
+        if (round == 0) {
+            for (unsigned int fi = blockIdx.x; fi < n; fi += gridDim.x)
+                guess_finish(sm, a, w, s, fi, row_recs, fin_op, pre_status);
+            grid.sync();
+        }
+    }
     for (unsigned int fi = blockIdx.x; fi < n; fi += gridDim.x) {
         const int phase = w.fb[fi].phase;
         if (phase == FS_FB_LIN)
@@ -1016,7 +1111,7 @@ __global__ void __launch_bounds__(THREADS, 2)
             defer_finish(sm, a, w, s, fi, row_recs, fin_op, pre_status);
     }
     for (unsigned int fi = blockIdx.x * THREADS + tid; fi < n; fi += gridDim.x * THREADS) {
-        if (deferring(w.fb[fi]))
+        if (deferring(w.fb[fi]) || w.fb[fi].phase == FS_FB_DONE)
             continue;
         const fs_record kept = merge_draw(w, fi, gridDim.x);
         const int64_t row = w.fb[fi].row;
@@ -1111,7 +1206,7 @@ __global__ void __launch_bounds__(THREADS)
     if (n == 0)
         return;
     __shared__ Smem sm;
-    draw_pass(sm, a, w, s, src, n, vec);
+    draw_pass(sm, a, w, s, src, n, vec, false);
 }
 
 /* The shard's kept record of each row: the draw kernel's `grid` blocks'. */

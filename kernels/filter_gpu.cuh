@@ -50,7 +50,8 @@ enum {
     FS_FB_DRAW = 2,
     FS_FB_DEFER_K = 3,
     FS_FB_DEFER_P = 4,
-    FS_FB_LIN = 5
+    FS_FB_LIN = 5,
+    FS_FB_DONE = 6 /* finalized after a guessed draw (filter_fallback.cu) */
 };
 
 #define FS_FB_DEFER_CAP 256

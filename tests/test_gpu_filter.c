@@ -353,7 +353,8 @@ static void test_bad_values(void **state)
  * most FS_FB_DEFER_CAP tokens, and takes that level's histogram from the
  * draw's deferred blocks; before that, rows whose first pass over score
  * buckets locates every threshold in buckets holding at most that many
- * tokens find them among those tokens after the draw (FS_FB_LIN).
+ * tokens find them among those tokens after the draw (FS_FB_LIN); when
+ * no row selects (min-p alone) the draw runs first and finds the max.
  * test_agree's exact inputs put every band on one score (ties), where a
  * wrong histogram cannot move the threshold; here the logits are
  * continuous, so bands hold several distinct scores.  The CPU
@@ -364,9 +365,10 @@ static void test_bad_values(void **state)
 static void test_defer(void **state)
 {
     (void)state;
-    const fcase cs[2] = {{"sample logits continuous", GT_SAMPLE, 0, 0, 140009, 0, 36},
-                         {"verify logits continuous", GT_VERIFY, 0, 0, 60013, 0, 12}};
-    for (int i = 0; i < 2; ++i) {
+    const fcase cs[3] = {{"sample logits continuous", GT_SAMPLE, 0, 0, 140009, 0, 36},
+                         {"verify logits continuous", GT_VERIFY, 0, 0, 60013, 0, 12},
+                         {"sample logits min-p alone", GT_SAMPLE, 0, 0, 140009, 0, 24}};
+    for (int i = 0; i < 3; ++i) {
         fin f;
         build(&cs[i], 31 + i, &f);
         fst_rng rng;
@@ -387,6 +389,23 @@ static void test_defer(void **state)
             f.p[r] = P[r % 6];
             f.mp[r] = MP[r % 6];
             f.T[r] = r % 5 == 4 ? 2.0f : 1.0f;
+            if (i == 2) {
+                /* no row selects: the draw runs at once, finding the max;
+                   every fourth row has its tokens within 1e-3 of the
+                   min-p threshold, more than the draw can set aside, and
+                   is drawn again */
+                static const float MPA[4] = {0.05f, 0.2f, 1e-3f, 0.5f};
+                f.k[r] = 0;
+                f.p[r] = 1.0f;
+                f.mp[r] = MPA[r % 4];
+                if (r % 4 == 3) {
+                    float *l = f.logits + r * f.in.V;
+                    for (int64_t v = 0; v < f.in.V; ++v)
+                        l[v] = logf(MPA[3]) + (float)(1e-3 * fst_normal(&rng));
+                    l[r] = 0.0f;
+                    f.T[r] = 1.0f;
+                }
+            }
         }
         gt_out a, b;
         fs_context *on = ctx_with("FLASHSPEC_FILTER_SECOND_PASS");
