@@ -599,6 +599,7 @@ __device__ __forceinline__ void hand_over(int64_t row, const fs_record &rec,
     r.m1 = rec.max_s;
     r.t_k = -INFINITY;
     r.t_p = -INFINITY;
+    r.n_defer = 0u; /* the draw may defer blocks in any phase (a guessed draw) */
     const int32_t k = fd.top_k > 0 && fd.top_k < count ? fd.top_k : 0;
     if (k > 0) {
         r.phase = FS_FB_K;
