@@ -192,6 +192,64 @@ __device__ __forceinline__ uint4 ldg_w(const uint16_t *p)
     return r;
 }
 
+/* A warp's two W rows (tokens v0 + 16 w + g and + 8) for the MMA's A
+ * fragments, lane (g, q) at k offset 8q; rows past V load zeros. */
+struct WRows {
+    const uint16_t *lo, *hi;
+    bool lo_ok, hi_ok;
+};
+
+__device__ __forceinline__ WRows w_rows(const fs_fallback_src &src, int64_t V, int64_t v0)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const uint16_t *W = static_cast<const uint16_t *>(src.weight);
+    const int64_t t_lo = v0 + warp * 16 + (lane >> 2), t_hi = t_lo + 8;
+    WRows r;
+    r.lo_ok = t_lo < V;
+    r.hi_ok = t_hi < V;
+    r.lo = W + (r.lo_ok ? t_lo : 0) * src.D + 8 * (lane & 3);
+    r.hi = W + (r.hi_ok ? t_hi : 0) * src.D + 8 * (lane & 3);
+    return r;
+}
+
+/* The 32-wide k step at k of both rows (D % 8 == 0: a lane's 8 halves are
+ * all in or all out). */
+__device__ __forceinline__ void load_w_step(uint4 (&a)[2], const WRows &wr, int64_t k, int64_t D)
+{
+    const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+    const bool kin = k + 8 * (threadIdx.x & 3) < D;
+    a[0] = kin && wr.lo_ok ? ldg_w(wr.lo + k) : zero;
+    a[1] = kin && wr.hi_ok ? ldg_w(wr.hi + k) : zero;
+}
+
+/* One 32-wide k step of one n-tile: the lane's 8 halves of W (a) and of H
+ * (b) as the two MMAs' k slots 2q, 2q + 1, 2q + 8, 2q + 9 -- the same
+ * permutation on both sides. */
+template <bool BF16>
+__device__ __forceinline__ void mma_step(float (&acc)[4], const uint4 (&a)[2], const uint4 &b)
+{
+    const uint32_t a0[4] = {a[0].x, a[1].x, a[0].y, a[1].y};
+    const uint32_t a1[4] = {a[0].z, a[1].z, a[0].w, a[1].w};
+    fs_mma16816<BF16>(acc, a0, b.x, b.y);
+    fs_mma16816<BF16>(acc, a1, b.z, b.w);
+}
+
+/* The warp's accumulators (its 16 tokens x 8 NT slots) into sm.sc. */
+template <int NT>
+__device__ __forceinline__ void store_acc(Smem &sm, const float (&acc)[NT][4])
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int tok = warp * 16 + (lane >> 2), q = lane & 3;
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+        const int s0 = 8 * j + 2 * q;
+        sm.sc[s0][tok] = acc[j][0];
+        sm.sc[s0 + 1][tok] = acc[j][1];
+        sm.sc[s0][tok + 8] = acc[j][2];
+        sm.sc[s0 + 1][tok + 8] = acc[j][3];
+    }
+}
+
 /* Raw logits of the tile's tokens for the group's first 8 * NT slots into
  * sm.sc, on tensor cores.  Warp w takes tokens v0 + 16 w .. + 15 (the MMA's
  * M) against the slots' hidden states (N), K in steps of 32 loaded from
@@ -211,15 +269,11 @@ __device__ __forceinline__ void mma_tile_direct(Smem &sm, const fs_fallback_src 
                                          const fs_fallback_row *fb, int64_t V, int64_t v0)
 {
     constexpr int U = NT >= 2 ? 2 : 4;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int lane = threadIdx.x & 31;
     const int g = lane >> 2, q = lane & 3;
     const int64_t D = src.D;
-    const uint16_t *W = static_cast<const uint16_t *>(src.weight);
     const uint16_t *H = static_cast<const uint16_t *>(src.hidden);
-    const int64_t t_lo = v0 + warp * 16 + g, t_hi = t_lo + 8;
-    const bool lo_ok = t_lo < V, hi_ok = t_hi < V;
-    const uint16_t *w_lo = W + (lo_ok ? t_lo : 0) * D + 8 * q;
-    const uint16_t *w_hi = W + (hi_ok ? t_hi : 0) * D + 8 * q;
+    const WRows wr = w_rows(src, V, v0);
     const uint16_t *h_row[NT];
     bool h_ok[NT];
 #pragma unroll
@@ -238,34 +292,20 @@ __device__ __forceinline__ void mma_tile_direct(Smem &sm, const fs_fallback_src 
 #pragma unroll
         for (int u = 0; u < U; ++u) {
             const int64_t k = k0 + 32 * u;
-            const bool kin = k + 8 * q < D; /* D % 8 == 0: 8 halves all in or all out */
-            a[u][0] = kin && lo_ok ? ldg_w(w_lo + k) : zero;
-            a[u][1] = kin && hi_ok ? ldg_w(w_hi + k) : zero;
+            load_w_step(a[u], wr, k, D);
+            const bool kin = k + 8 * q < D;
 #pragma unroll
             for (int j = 0; j < NT; ++j)
                 b[u][j] = kin && h_ok[j] ? __ldg(reinterpret_cast<const uint4 *>(h_row[j] + k))
                                          : zero;
         }
 #pragma unroll
-        for (int u = 0; u < U; ++u) {
-            const uint32_t a0[4] = {a[u][0].x, a[u][1].x, a[u][0].y, a[u][1].y};
-            const uint32_t a1[4] = {a[u][0].z, a[u][1].z, a[u][0].w, a[u][1].w};
+        for (int u = 0; u < U; ++u)
 #pragma unroll
-            for (int j = 0; j < NT; ++j) {
-                fs_mma16816<BF16>(acc[j], a0, b[u][j].x, b[u][j].y);
-                fs_mma16816<BF16>(acc[j], a1, b[u][j].z, b[u][j].w);
-            }
-        }
+            for (int j = 0; j < NT; ++j)
+                mma_step<BF16>(acc[j], a[u], b[u][j]);
     }
-    const int tok = warp * 16 + g;
-#pragma unroll
-    for (int j = 0; j < NT; ++j) {
-        const int s0 = 8 * j + 2 * q;
-        sm.sc[s0][tok] = acc[j][0];
-        sm.sc[s0 + 1][tok] = acc[j][1];
-        sm.sc[s0][tok + 8] = acc[j][2];
-        sm.sc[s0 + 1][tok + 8] = acc[j][3];
-    }
+    store_acc<NT>(sm, acc);
 }
 
 /* Raw logits of the tile's tokens for the group's first 8 * NT slots into
@@ -289,15 +329,11 @@ __device__ __forceinline__ void mma_tile_staged(Smem &sm, const fs_fallback_src 
                                          const fs_fallback_row *fb, int64_t V, int64_t v0)
 {
     constexpr int STEPS = HK / 32;
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int tid = threadIdx.x, lane = tid & 31;
     const int g = lane >> 2, q = lane & 3;
     const int64_t D = src.D;
-    const uint16_t *W = static_cast<const uint16_t *>(src.weight);
     const uint16_t *H = static_cast<const uint16_t *>(src.hidden);
-    const int64_t t_lo = v0 + warp * 16 + g, t_hi = t_lo + 8;
-    const bool lo_ok = t_lo < V, hi_ok = t_hi < V;
-    const uint16_t *w_lo = W + (lo_ok ? t_lo : 0) * D + 8 * q;
-    const uint16_t *w_hi = W + (hi_ok ? t_hi : 0) * D + 8 * q;
+    const WRows wr = w_rows(src, V, v0);
     /* H staging: thread tid copies 16 bytes (8 halves, part hp) of slot hs */
     const int hs = tid / (HK / 8), hp = tid % (HK / 8);
     const int hfi = hs < 8 * NT ? sm.rows[hs] : -1;
@@ -310,16 +346,6 @@ __device__ __forceinline__ void mma_tile_staged(Smem &sm, const fs_fallback_src 
                       in ? 16 : 0);
         fs_cp_async_commit();
     };
-    const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
-    auto load_w = [&](uint4 (&a)[STEPS][2], int64_t c) {
-#pragma unroll
-        for (int u = 0; u < STEPS; ++u) {
-            const int64_t k = c * HK + 32 * u;
-            const bool kin = k + 8 * q < D;
-            a[u][0] = kin && lo_ok ? ldg_w(w_lo + k) : zero;
-            a[u][1] = kin && hi_ok ? ldg_w(w_hi + k) : zero;
-        }
-    };
     float acc[NT][4];
 #pragma unroll
     for (int j = 0; j < NT; ++j)
@@ -327,7 +353,9 @@ __device__ __forceinline__ void mma_tile_staged(Smem &sm, const fs_fallback_src 
     uint4 a[STEPS][2];
     stage_h(0);
     for (int64_t c = 0; c < chunks; ++c) {
-        load_w(a, c);
+#pragma unroll
+        for (int u = 0; u < STEPS; ++u)
+            load_w_step(a[u], wr, c * HK + 32 * u, D);
         if (c + 1 < chunks) {
             stage_h(c + 1);
             fs_cp_async_wait<1>();
@@ -336,27 +364,14 @@ __device__ __forceinline__ void mma_tile_staged(Smem &sm, const fs_fallback_src 
         }
         __syncthreads(); /* chunk c of H is in for every thread */
 #pragma unroll
-        for (int u = 0; u < STEPS; ++u) {
-            const uint32_t a0[4] = {a[u][0].x, a[u][1].x, a[u][0].y, a[u][1].y};
-            const uint32_t a1[4] = {a[u][0].z, a[u][1].z, a[u][0].w, a[u][1].w};
+        for (int u = 0; u < STEPS; ++u)
 #pragma unroll
-            for (int j = 0; j < NT; ++j) {
-                const uint4 b = *reinterpret_cast<const uint4 *>(&sm.u.h[c & 1][8 * j + g][32 * u + 8 * q]);
-                fs_mma16816<BF16>(acc[j], a0, b.x, b.y);
-                fs_mma16816<BF16>(acc[j], a1, b.z, b.w);
-            }
-        }
+            for (int j = 0; j < NT; ++j)
+                mma_step<BF16>(acc[j], a[u],
+                               *reinterpret_cast<const uint4 *>(&sm.u.h[c & 1][8 * j + g][32 * u + 8 * q]));
         __syncthreads(); /* buffer c & 1 is free for chunk c + 2 */
     }
-    const int tok = warp * 16 + g;
-#pragma unroll
-    for (int j = 0; j < NT; ++j) {
-        const int s0 = 8 * j + 2 * q;
-        sm.sc[s0][tok] = acc[j][0];
-        sm.sc[s0 + 1][tok] = acc[j][1];
-        sm.sc[s0][tok + 8] = acc[j][2];
-        sm.sc[s0 + 1][tok + 8] = acc[j][3];
-    }
+    store_acc<NT>(sm, acc);
 }
 
 /* The group's raw logits for its first `active` slots, on tensor cores. */
@@ -536,6 +551,20 @@ __device__ __forceinline__ void hist_pass(Smem &sm, const fs_op_args &a, const f
     }
 }
 
+/* Row fi's histogram (counts, fixed-point masses) into sm.u.step, visible
+ * to every thread of the block on return. */
+__device__ __forceinline__ void stage_hist(Smem &sm, const fs_filter_ws &w, unsigned int fi)
+{
+    const uint32_t *hc = w.hist_count + (int64_t)fi * FS_SELECT_BUCKETS;
+    const unsigned long long *hm = w.hist_mass + (int64_t)fi * FS_SELECT_BUCKETS;
+    __syncthreads(); /* sm's previous use is over */
+    for (int b = threadIdx.x; b < FS_SELECT_BUCKETS; b += THREADS) {
+        sm.u.step.count[b] = hc[b];
+        sm.u.step.mass[b] = hm[b];
+    }
+    __syncthreads();
+}
+
 /* One select step of handed-over row fi from its (complete) histogram.
  * Every thread of the block calls it for a selecting row.  allow_defer: a
  * last select with one level left and at most FS_FB_DEFER_CAP tokens in its
@@ -546,14 +575,7 @@ __device__ __forceinline__ void select_row(Smem &sm, const fs_filter_ws &w, unsi
 {
     const int tid = threadIdx.x;
     fs_fallback_row &r = w.fb[fi];
-    const uint32_t *hc = w.hist_count + (int64_t)fi * FS_SELECT_BUCKETS;
-    const unsigned long long *hm = w.hist_mass + (int64_t)fi * FS_SELECT_BUCKETS;
-    __syncthreads();
-    for (int b = tid; b < FS_SELECT_BUCKETS; b += THREADS) {
-        sm.u.step.count[b] = hc[b];
-        sm.u.step.mass[b] = hm[b];
-    }
-    __syncthreads();
+    stage_hist(sm, w, fi);
     if (tid == 0) {
         if (r.q.level == 0) {
             r.above_m = 0ull;
@@ -791,6 +813,27 @@ __device__ __forceinline__ void set_cut(Smem &sm, const fs_filter_ws &w, const f
     sm.u.fin.cut.log_min_p = w.fdescs[r.row].log_min_p;
 }
 
+/* Row fi's deferred blocks after the draw: f(score) for each of their band
+ * tokens (the block's threads share them out), and each block's first
+ * token into sm.u.fin.v for finish_deferred; returns the blocks' count. */
+template <typename F>
+__device__ __forceinline__ unsigned for_band_tokens(Smem &sm, const fs_filter_ws &w,
+                                                    unsigned int fi, F f)
+{
+    const fs_fb_defer *def = w.defer + (int64_t)fi * FS_FB_DEFER_CAP;
+    const unsigned n = w.fb[fi].n_defer;
+    const unsigned nd = n < FS_FB_DEFER_CAP ? n : FS_FB_DEFER_CAP;
+    for (unsigned i = threadIdx.x; i < nd * FS_NOISE_BLOCK; i += THREADS) {
+        const fs_fb_defer &e = def[i / FS_NOISE_BLOCK];
+        const int t = (int)(i % FS_NOISE_BLOCK);
+        if ((e.band >> t) & 1u)
+            f(e.x[t]);
+    }
+    if (threadIdx.x < nd)
+        sm.u.fin.v[threadIdx.x] = def[threadIdx.x].v;
+    return nd;
+}
+
 /* Row fi deferred its last select level to the draw (FS_FB_DEFER_*): the
  * level's histogram from the deferred blocks' band tokens -- the same
  * tokens, counts and fixed-point masses a histogram pass would add -- its
@@ -801,28 +844,19 @@ __device__ void defer_finish(Smem &sm, const fs_op_args &a, const fs_filter_ws &
 {
     const int tid = threadIdx.x;
     fs_fallback_row &r = w.fb[fi];
-    const fs_fb_defer *def = w.defer + (int64_t)fi * FS_FB_DEFER_CAP;
-    const unsigned nd = r.n_defer < FS_FB_DEFER_CAP ? r.n_defer : FS_FB_DEFER_CAP;
     __syncthreads(); /* sm's previous use is over */
     for (int b = tid; b < LAST_BUCKETS; b += THREADS) {
         sm.u.fin.count[b] = 0u;
         sm.u.fin.mass[b] = 0ull;
     }
     __syncthreads();
-    for (unsigned i = tid; i < nd * FS_NOISE_BLOCK; i += THREADS) {
-        const fs_fb_defer &e = def[i / FS_NOISE_BLOCK];
-        const int t = (int)(i % FS_NOISE_BLOCK);
-        if (!((e.band >> t) & 1u))
-            continue;
-        const float x = e.x[t];
+    const unsigned nd = for_band_tokens(sm, w, fi, [&](float x) {
         const int b = fs_select_bucket(&r.q, fs_select_key(x));
         if (b < 0)
-            continue; /* cannot happen: the band is the prefix's range */
+            return; /* cannot happen: the band is the prefix's range */
         atomicAdd(&sm.u.fin.count[b], 1u);
         atomicAdd(&sm.u.fin.mass[b], fb_mass(r, x));
-    }
-    if (tid < (int)nd)
-        sm.u.fin.v[tid] = def[tid].v;
+    });
     __syncthreads();
     if (tid == 0) {
         fb_select_step(r, sm.u.fin.count, sm.u.fin.mass);
@@ -847,14 +881,7 @@ __device__ void lin_row(Smem &sm, const fs_filter_ws &w, unsigned int fi)
 {
     const int tid = threadIdx.x;
     fs_fallback_row &r = w.fb[fi];
-    const uint32_t *hc = w.hist_count + (int64_t)fi * FS_SELECT_BUCKETS;
-    const unsigned long long *hm = w.hist_mass + (int64_t)fi * FS_SELECT_BUCKETS;
-    __syncthreads();
-    for (int b = tid; b < FS_SELECT_BUCKETS; b += THREADS) {
-        sm.u.step.count[b] = hc[b];
-        sm.u.step.mass[b] = hm[b];
-    }
-    __syncthreads();
+    stage_hist(sm, w, fi);
     if (tid != 0 || !(r.m1 > -INFINITY && r.m1 < INFINITY))
         return;
     const uint32_t *cnt = sm.u.step.count;
@@ -933,25 +960,17 @@ __device__ void lin_finish(Smem &sm, const fs_op_args &a, const fs_filter_ws &w,
 {
     const int tid = threadIdx.x;
     fs_fallback_row &r = w.fb[fi];
-    const fs_fb_defer *def = w.defer + (int64_t)fi * FS_FB_DEFER_CAP;
-    const unsigned nd = r.n_defer < FS_FB_DEFER_CAP ? r.n_defer : FS_FB_DEFER_CAP;
     __syncthreads(); /* sm's previous use is over */
     if (tid == 0)
         sm.u.fin.nb = 0u;
     __syncthreads();
-    for (unsigned i = tid; i < nd * FS_NOISE_BLOCK; i += THREADS) {
-        const fs_fb_defer &e = def[i / FS_NOISE_BLOCK];
-        const int t = (int)(i % FS_NOISE_BLOCK);
-        if (!((e.band >> t) & 1u))
-            continue;
+    const unsigned nd = for_band_tokens(sm, w, fi, [&](float x) {
         const unsigned slot = atomicAdd(&sm.u.fin.nb, 1u);
         if (slot < FS_FB_DEFER_CAP) { /* the band holds at most that many */
-            sm.u.fin.bs[slot] = e.x[t];
-            sm.u.fin.bm[slot] = fb_mass(r, e.x[t]);
+            sm.u.fin.bs[slot] = x;
+            sm.u.fin.bm[slot] = fb_mass(r, x);
         }
-    }
-    if (tid < (int)nd)
-        sm.u.fin.v[tid] = def[tid].v;
+    });
     __syncthreads();
     const unsigned nb = sm.u.fin.nb < FS_FB_DEFER_CAP ? sm.u.fin.nb : FS_FB_DEFER_CAP;
     if (tid < (int)nb) { /* rank: descending score, ties by slot */
