@@ -16,7 +16,8 @@
  * otherwise -- so every histogram pass and the draw see the same scores; for
  * fused ops they are not the scan's bit for bit, so the row's
  * kept set, noise and log-sum-exp all come from this pass's scores (its own
- * max for min-p; the first pass's max only scales the masses).  Masses are
+ * max for min-p; the first pass's max only scales the masses, places the
+ * score buckets and guesses min-p's threshold, which is checked).  Masses are
  * fixed point (FS_FB_MASS_ONE) so the atomics that sum them are
  * order-independent. */
 #include <cooperative_groups.h>
@@ -50,7 +51,7 @@ static_assert(FS_FB_DEFER_CAP <= THREADS, "defer_finish: a thread per deferred b
  * 151936 tokens has at most ~480 tokens in a bucket, ~100 where top-p 0.9
  * crosses. */
 constexpr float LIN_SCALE = 128.0f;
-constexpr float GUESS_REL = 1.0f / 4096.0f;
+constexpr float GUESS_REL = 1.0f / 4096.0f; /* guess_band's half-width, relative */
 constexpr int LIN_UNDER = FS_SELECT_BUCKETS - 1;
 
 struct Smem {
@@ -308,22 +309,16 @@ __device__ __forceinline__ void mma_tile_direct(Smem &sm, const fs_fallback_src 
     store_acc<NT>(sm, acc);
 }
 
-/* Raw logits of the tile's tokens for the group's first 8 * NT slots into
- * sm.sc, on tensor cores.  Warp w takes tokens v0 + 16 w .. + 15 (the MMA's
- * M) against the slots' hidden states (N), K in steps of 32: lane (g, q)
- * loads 16 bytes -- k 8q .. 8q + 7 of the step -- of tokens g and g + 8
- * straight from global memory into its A fragment, and reads the same k of
- * slot g of every n-tile from shared memory.  The MMAs' k slots are thus a
- * permutation of the step's k (the same for W and H, so the dot product is
- * unchanged), and a warp's W loads are whole 64-byte row segments.  H is
- * staged per block, HK of k at a time, double-buffered with cp.async (a
- * chunk's W loads are issued before the wait for its H): read by every warp
- * from global memory, H was 2x the weight stream in L2 traffic at 32 slots
- * and its fragments held registers.  Top-p 0.9 on 64 flat rows of 151936 x
- * 4096 went 4.33 -> 2.99 ms a call; with one n-tile the direct loads stay
- * 1.6% faster (H100).  Every pass and the draw run the same code for a
- * group, so they see the same scores (a score depends only on its own
- * slot's dot product, in a fixed order); empty slots are zero-filled. */
+/* mma_tile_direct with H read from shared memory: the same fragments and
+ * k permutation (W still straight from global memory), H staged per block,
+ * HK of k at a time, double-buffered with cp.async (a chunk's W loads are
+ * issued before the wait for its H).  Read by every warp from global
+ * memory, H was 2x the weight stream in L2 traffic at 32 slots and its
+ * fragments held registers: top-p 0.9 on 64 flat rows of 151936 x 4096
+ * went 4.33 -> 2.99 ms a call; with one n-tile the direct loads stay 1.6%
+ * faster (H100).  Both compute a slot's dot product with the same MMA
+ * sequence, so a row's scores do not depend on the path or its group;
+ * empty slots are zero-filled. */
 template <bool BF16, int NT>
 __device__ __forceinline__ void mma_tile_staged(Smem &sm, const fs_fallback_src &src,
                                          const fs_fallback_row *fb, int64_t V, int64_t v0)
@@ -391,7 +386,7 @@ __device__ __forceinline__ void mma_tile_slots(Smem &sm, const fs_fallback_src &
 /* Scores of the tile's tokens v0 .. v0 + TILE for the rows in sm.rows (the
  * first `active` slots) into sm.sc (-inf where masked, out of range or the
  * slot is empty).  vec: 16-bit W and H with D % 8 == 0, 16-byte aligned:
- * the logits come from mma_tile; otherwise from the fp32 loop below. */
+ * the logits come from mma_tile_slots; otherwise from the fp32 loop below. */
 __device__ void score_tile(Smem &sm, const fs_op_args &a, const fs_scan_args &s,
                            const fs_fallback_src &src, const fs_fallback_row *fb,
                            const fs_row_desc *descs, int64_t v0, int active, bool vec)
