@@ -611,6 +611,30 @@ __device__ __forceinline__ void select_row(Smem &sm, const fs_filter_ws &w, unsi
     }
 }
 
+/* Row r's cut from its thresholds so far (-inf where open) and this pass's
+ * max. */
+__device__ __forceinline__ fs_filter_cut row_cut(const fs_filter_ws &w, const fs_fallback_row &r)
+{
+    fs_filter_cut c;
+    c.threshold = r.t_k > r.t_p ? r.t_k : r.t_p;
+    c.max_s = fs_select_score(r.max_key);
+    c.log_min_p = w.fdescs[r.row].log_min_p;
+    return c;
+}
+
+/* A handed-over row's kept record to its end: finalized (fin_op >= 0) or
+ * stored for the caller (row_recs). */
+__device__ __forceinline__ void store_row(const fs_op_args &a, const fs_scan_args &s,
+                                          int64_t row, const fs_record &kept, fs_record *row_recs,
+                                          int fin_op, const int32_t *pre_status)
+{
+    if (fin_op >= 0)
+        fs_finalize_row(fin_op, kept, s.descs[row], pre_status[row], row, a.out_tokens,
+                        a.out_values, a.out_row_status);
+    else
+        row_recs[row] = kept;
+}
+
 /* The draw: every token of each handed-over row under its cut, in noise
  * blocks; one record per (row, block of the grid) in fb_recs, merged
  * afterwards in block order.  Tree verify (s.tree_rows): each block goes
@@ -653,9 +677,7 @@ __device__ __forceinline__ void draw_pass(Smem &sm, const fs_op_args &a, const f
             d = descs[r.row];
             /* deferring: the threshold still open is -inf, so this is the
                floor of the select (t_k under top-p) */
-            cut.threshold = r.t_k > r.t_p ? r.t_k : r.t_p;
-            cut.max_s = fs_select_score(r.max_key);
-            cut.log_min_p = fd.log_min_p;
+            cut = row_cut(w, r);
             defer = r.phase == FS_FB_LIN ? 2 : deferring(r) ? 1 : 0;
             if (defer == 1) {
                 ra = r.q.prefix >> BAND_SHIFT;
@@ -792,20 +814,8 @@ __device__ void finish_deferred(Smem &sm, const fs_op_args &a, const fs_filter_w
         fs_record kept = merge_draw(w, fi, gridDim.x);
         for (unsigned j = 0; j < nd; ++j)
             fs_record_merge(&kept, &sm.u.fin.recs[j]);
-        if (fin_op >= 0)
-            fs_finalize_row(fin_op, kept, s.descs[row], pre_status[row], row, a.out_tokens,
-                            a.out_values, a.out_row_status);
-        else
-            row_recs[row] = kept;
+        store_row(a, s, row, kept, row_recs, fin_op, pre_status);
     }
-}
-
-/* Thread 0: the final cut of row r into sm.u.fin.cut. */
-__device__ __forceinline__ void set_cut(Smem &sm, const fs_filter_ws &w, const fs_fallback_row &r)
-{
-    sm.u.fin.cut.threshold = r.t_k > r.t_p ? r.t_k : r.t_p;
-    sm.u.fin.cut.max_s = fs_select_score(r.max_key);
-    sm.u.fin.cut.log_min_p = w.fdescs[r.row].log_min_p;
 }
 
 /* Row fi's deferred blocks after the draw: f(score) for each of their band
@@ -859,7 +869,7 @@ __device__ void defer_finish(Smem &sm, const fs_op_args &a, const fs_filter_ws &
             r.t_k = r.q.threshold;
         else
             r.t_p = r.q.threshold;
-        set_cut(sm, w, r);
+        sm.u.fin.cut = row_cut(w, r);
     }
     __syncthreads();
     finish_deferred(sm, a, w, s, fi, nd, row_recs, fin_op, pre_status);
@@ -1007,7 +1017,7 @@ __device__ void lin_finish(Smem &sm, const fs_op_args &a, const fs_filter_ws &w,
                 }
             }
         }
-        set_cut(sm, w, r);
+        sm.u.fin.cut = row_cut(w, r);
     }
     __syncthreads();
     finish_deferred(sm, a, w, s, fi, nd, row_recs, fin_op, pre_status);
@@ -1041,11 +1051,8 @@ __device__ void guess_finish(Smem &sm, const fs_op_args &a, const fs_filter_ws &
     __syncthreads(); /* sm's previous use is over */
     if (tid < (int)nd)
         sm.u.fin.v[tid] = def[tid].v;
-    if (tid == 0) {
-        sm.u.fin.cut.threshold = -INFINITY;
-        sm.u.fin.cut.max_s = m2;
-        sm.u.fin.cut.log_min_p = fd.log_min_p;
-    }
+    if (tid == 0)
+        sm.u.fin.cut = row_cut(w, r); /* min-p alone: thresholds -inf, max m2 */
     __syncthreads();
     finish_deferred(sm, a, w, s, fi, nd, row_recs, fin_op, pre_status);
     if (tid == 0)
@@ -1127,13 +1134,7 @@ __global__ void __launch_bounds__(THREADS, 2)
     for (unsigned int fi = blockIdx.x * THREADS + tid; fi < n; fi += gridDim.x * THREADS) {
         if (deferring(w.fb[fi]) || w.fb[fi].phase == FS_FB_DONE)
             continue;
-        const fs_record kept = merge_draw(w, fi, gridDim.x);
-        const int64_t row = w.fb[fi].row;
-        if (fin_op >= 0)
-            fs_finalize_row(fin_op, kept, s.descs[row], pre_status[row], row, a.out_tokens,
-                            a.out_values, a.out_row_status);
-        else
-            row_recs[row] = kept;
+        store_row(a, s, w.fb[fi].row, merge_draw(w, fi, gridDim.x), row_recs, fin_op, pre_status);
     }
 }
 
