@@ -141,6 +141,9 @@ extern "C" fs_status fs_cuda_context_init(fs_context *ctx, int device_ordinal)
        pass of its own instead of running beside the draw (tests compare
        the two) */
     ctx->filter_defer = env_count("FLASHSPEC_FILTER_DEFER", 1) != 0;
+    /* FLASHSPEC_FILTER_WARM=0: the filtered merge kernel runs no block ahead
+       of the rows to pull the resolve's code into L2 (A/B runs, tests) */
+    ctx->filter_warm = env_count("FLASHSPEC_FILTER_WARM", 1) != 0;
     int prev;
     fs_status st = fs_cuda_enter(ctx, &prev);
     if (st != FS_OK)

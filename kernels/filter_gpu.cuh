@@ -84,6 +84,8 @@ typedef struct fs_filter_ws {
     fs_fb_defer *defer;       /* [rows][FS_FB_DEFER_CAP] */
     int fb_grid;              /* blocks of the second pass (co-resident) */
     int defer_last;           /* the last select level may run beside the draw */
+    int warm;                 /* the merge kernel's block 0 resolves a made-up row ahead of
+                                 the rows, to pull the resolve's code into L2 */
     /* sharded (tensor-parallel) contexts only; NULL otherwise */
     fs_filter_summary *sums;       /* [rows] this shard's candidates */
     fs_filter_summary *sum_gather; /* [ranks][rows] every shard's, after the exchange */

@@ -41,7 +41,9 @@
  * The code runs cold on every call (fs_hd.h, FS_UNROLL_HOT): under a
  * clock64 probe on an H100, each of steps 1-4 took 1.5-2.5 us more than
  * when the same block ran it a second time, and the kept record ~9 us more
- * before its loops were rolled (~3 us after). */
+ * before its loops were rolled (~3 us after).  So the merge kernel runs a
+ * made-up row (warm_inputs) in a block ahead of the rows, which pulls the
+ * code into L2 before they fetch it (merge_finalize.cu). */
 #ifndef FS_FILTER_RESOLVE_CUH
 #define FS_FILTER_RESOLVE_CUH
 
@@ -587,11 +589,14 @@ struct handover {
     int32_t *out_fallback;
 };
 
-/* Thread 0: hand row over to the second pass. */
+/* Thread 0: hand row over to the second pass (nowhere when ho.flag_n is
+ * NULL: warm_inputs' made-up row). */
 __device__ __forceinline__ void hand_over(int64_t row, const fs_record &rec,
                                           const fs_filter_desc &fd, const fs_row_desc &d,
                                           int count, const handover &ho)
 {
+    if (!ho.flag_n)
+        return;
     fs_fallback_row r;
     r.row = (int32_t)row;
     r.count = count;
@@ -622,6 +627,64 @@ __device__ __forceinline__ void hand_over(int64_t row, const fs_record &rec,
     }
     if (ho.out_fallback)
         atomicAdd(&ho.out_fallback[d.request], 1);
+}
+
+/* A made-up filtered row whose resolve takes every step a real row's
+ * does -- staged prefix, radix rounds, the walk under all three filters, a
+ * kept record over two warps -- for the merge kernel's warm-up block to
+ * run (merge_finalize.cu): its lists are this thread's share in `mine`, in
+ * registers, so that the block waits on no memory and runs ahead of the
+ * rows.  Lists k < 150 hold the prefix, 600 entries of distinct scores 10 -
+ * 0.05 r by rank r (list k, place j: r = 150 j + k, so each list is sorted)
+ * above their drop -25, each token in a noise block of its own; the other
+ * lists are empty, so all of them are the first group (WARM_LISTS = PER x
+ * THREADS lists) and the lists in memory are never read.  Top-k 50, top-p
+ * 0.9 and min-p 0.05 keep the best 35: the walk stops inside the
+ * candidates, and the row is decided (a made-up row handed over would be
+ * handed nowhere: hand_over). */
+struct warm_row {
+    fs_record rec;
+    fs_row_desc d;
+    fs_filter_desc fd;
+};
+constexpr int64_t WARM_LISTS = (int64_t)PER * THREADS;
+
+__device__ __forceinline__ warm_row warm_inputs(fs_cand_list (&mine)[PER])
+{
+    constexpr int WARM_FULL = 150;
+#pragma unroll
+    for (int i = 0; i < PER; ++i) {
+        const int k = i * THREADS + (int)threadIdx.x;
+        fs_cand_init(mine[i]);
+        if (k >= WARM_FULL)
+            continue;
+#pragma unroll
+        for (int j = 0; j < FS_CAND_LIST; ++j) {
+            const int r = j * WARM_FULL + k;
+            mine[i].s[j] = 10.0f - 0.05f * (float)r;
+            mine[i].id[j] = r * 37 + 11;
+        }
+        mine[i].drop = -25.0f;
+        mine[i].count = 1000;
+    }
+    warm_row w;
+    fs_record_init(&w.rec);
+    w.rec.max_s = 10.0f;
+    w.rec.max_id = 11;
+    w.rec.sum_exp = 20.6f; /* the prefix's ~20.5 and a tail below -25 */
+    w.d.inv_temp = 1.0f;
+    w.d.flags = FS_ROWF_VALID | FS_ROWF_FILTER;
+    w.d.seed = 0;
+    w.d.offset = 0;
+    w.d.position = 0;
+    w.d.excluded = -1;
+    w.d.selected = -1;
+    w.d.request = 0;
+    w.fd.top_k = 50;
+    w.fd.top_p = 0.9f;
+    w.fd.log_min_p = -2.9957323f; /* log 0.05 */
+    w.fd.active = 1u;
+    return w;
 }
 
 /* The first PER x THREADS lists of row `row`, this thread's share: loaded by

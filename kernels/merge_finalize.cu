@@ -42,23 +42,41 @@ __global__ void __launch_bounds__(FS_MERGE_THREADS, 1)
 {
     __shared__ fs_record scratch[32];
     __shared__ fs_record merged;
-    fs_pdl_wait(); /* launched while the scan may still run */
+    /* filt.warm: block 0 resolves a made-up row (fsf::warm_inputs) at once,
+       without waiting for the scan, and writes nothing.  The first SM to free
+       up near the scan's end takes it, and, its lists in registers, it runs
+       ahead of the rows' blocks, which first wait for the scan and load
+       their lists and records: it pulls the resolve's code into L2 before
+       they reach it.  That code, run once a call, is evicted from L2 by the
+       scan's weight stream, and cold it cost the resolve ~25 us a call
+       (DESIGN "On the GPU").  One code path serves both kinds of block: a
+       second call site would be a second copy of the code. */
+    const bool warm_grid = FILT && !TREE && filt.warm;
+    const bool warm = warm_grid && blockIdx.x == 0;
+    const int64_t row = (int64_t)blockIdx.x - (warm_grid ? 1 : 0);
+    if (!warm)
+        fs_pdl_wait(); /* launched while the scan may still run */
     fs_probe_resolve_stamp(0);
-    const int64_t row = blockIdx.x;
-    const fs_row_desc d = descs[row];
-    /* a row this block filters: exported (sharded contexts) or resolved */
-    const bool filt_row = FILT && (d.flags & FS_ROWF_FILTER) && (filt.sums || filt.fdescs);
     fs_cand_list mine[fsf::PER];
-    if (filt_row)
+    fsf::warm_row wr;
+    if (warm)
+        wr = fsf::warm_inputs(mine);
+    const fs_row_desc d = warm ? wr.d : descs[row];
+    /* a row this block filters: exported (sharded contexts) or resolved */
+    const bool filt_row =
+        FILT && (d.flags & FS_ROWF_FILTER) && (warm || filt.sums || filt.fdescs);
+    if (filt_row && !warm)
         fsf::fs_filter_load_lists(filt.cands, row, filt.lists_per_row, mine);
     fs_record acc;
     fs_record_init(&acc);
-    if (d.flags & FS_ROWF_VALID)
+    if ((d.flags & FS_ROWF_VALID) && !warm)
         acc = fs_merge_run(tile_recs + row * tiles_per_row, tiles_per_row, threadIdx.x,
                            FS_MERGE_THREADS);
     acc = fs_record_block_reduce(acc, scratch);
+    if (warm)
+        acc = wr.rec;
     fs_probe_resolve_stamp(1);
-    if (filt_row && filt.sums) {
+    if (filt_row && filt.sums && !warm) {
         /* a shard of a tensor-parallel context: export the row's candidates;
            every rank resolves from all of them after the exchange */
         fsf::fs_filter_summarize_row(row, filt.cands, filt.lists_per_row, mine, filt.sums + row);
@@ -68,20 +86,24 @@ __global__ void __launch_bounds__(FS_MERGE_THREADS, 1)
         __syncthreads();
         const fs_record rec = merged;
         if (fs_record_status(&rec) == FS_ROW_OK) { /* uniform */
-            const fs_filter_desc fd = filt.fdescs[row];
+            const fs_filter_desc fd = warm ? wr.fd : filt.fdescs[row];
             fs_record kept;
             const fsf::tree_ctx tc = {TREE ? filt.tree_rows + row : nullptr,
                                       TREE ? filt.tree_child_s + row * FS_TREE_MAX_CHILDREN
                                            : nullptr};
-            if (!fsf::fs_filter_resolve_row<TREE>(row, rec, fd, d, filt.cands,
-                                                  filt.lists_per_row, mine, filt.fb, filt.flag_n,
-                                                  out_fallback, force_second_pass, &kept, tc))
+            const int one = fsf::fs_filter_resolve_row<TREE>(
+                warm ? 0 : row, rec, fd, d, filt.cands, warm ? fsf::WARM_LISTS : filt.lists_per_row,
+                mine, filt.fb, warm ? nullptr : filt.flag_n, out_fallback,
+                warm ? 0 : force_second_pass, &kept, tc);
+            if (warm)
+                return;
+            if (!one)
                 return; /* the second pass ends the row */
             acc = kept;
             fs_probe_resolve_print();
         }
     }
-    if (threadIdx.x != 0)
+    if (threadIdx.x != 0 || warm)
         return;
     if (fin_op >= 0)
         fs_finalize_row(fin_op, acc, d, pre_status[row], row, out_tokens, out_values,
@@ -101,7 +123,10 @@ cudaError_t fs_launch_merge(const fs_op_args *a, const fs_record *tile_recs,
     if (filt)
         f = *filt;
     int32_t *out_fallback = filt && a->params ? a->params->out_filter_fallback : nullptr;
-    fs_pdl_config pc(dim3((unsigned)a->rows), dim3(FS_MERGE_THREADS), 0, stream, overlap);
+    /* the filtered merge's warm-up block (fs_merge_kernel) */
+    const bool warm = filt && !filt->tree_rows && filt->warm;
+    fs_pdl_config pc(dim3((unsigned)(a->rows + (warm ? 1 : 0))), dim3(FS_MERGE_THREADS), 0,
+                     stream, overlap);
     const auto kernel = !filt                ? fs_merge_kernel<false, false>
                         : filt->tree_rows ? fs_merge_kernel<true, true>
                                           : fs_merge_kernel<true, false>;

@@ -1,7 +1,8 @@
 /* Timing probe of the filters' resolve, compiled out unless the build
  * defines FS_PROBE_RESOLVE=1 (e.g. -DCMAKE_CUDA_FLAGS=-DFS_PROBE_RESOLVE=1).
- * Thread 0 of the merge kernel's block 0 stamps clock64() at the kernel's
- * start and after each step of the resolve (filter_resolve.cuh's header
+ * Thread 0 of the merge kernel's last block (a row's: block 0 may be the
+ * warm-up's, merge_finalize.cu) stamps clock64() when its row starts and
+ * after each step of the resolve (filter_resolve.cuh's header
  * numbers them) and prints one line a launch at its end:
  *   FS_PROBE_RESOLVE rows=R G=G merge=.. bounds=.. stage=.. radix=.. rank=..
  *       decide=.. kept=.. (SM cycles: the record merge, steps 1, 2, 3's
@@ -25,11 +26,11 @@ __device__ long long fs_probe_resolve_t[FS_PROBE_STAMPS];
 __device__ int fs_probe_resolve_g;
 #endif
 
-/* Stamp i (0 .. 8) in thread 0 of block 0. */
+/* Stamp i (0 .. 8) in thread 0 of the last block. */
 __device__ __forceinline__ void fs_probe_resolve_stamp(int i)
 {
 #if FS_PROBE_RESOLVE
-    if (blockIdx.x == 0 && threadIdx.x == 0)
+    if (blockIdx.x == gridDim.x - 1 && threadIdx.x == 0)
         fs_probe_resolve_t[i] = clock64();
 #else
     (void)i;
@@ -40,18 +41,18 @@ __device__ __forceinline__ void fs_probe_resolve_stamp(int i)
 __device__ __forceinline__ void fs_probe_resolve_g_is(int g)
 {
 #if FS_PROBE_RESOLVE
-    if (blockIdx.x == 0 && threadIdx.x == 0)
+    if (blockIdx.x == gridDim.x - 1 && threadIdx.x == 0)
         fs_probe_resolve_g = g;
 #else
     (void)g;
 #endif
 }
 
-/* Thread 0 of block 0, at the end of a filtered row's merge block. */
+/* Thread 0 of the last block, at the end of a filtered row's merge block. */
 __device__ __forceinline__ void fs_probe_resolve_print()
 {
 #if FS_PROBE_RESOLVE
-    if (blockIdx.x != 0 || threadIdx.x != 0)
+    if (blockIdx.x != gridDim.x - 1 || threadIdx.x != 0)
         return;
     const long long *t = fs_probe_resolve_t;
     printf("FS_PROBE_RESOLVE rows=%d G=%d merge=%lld bounds=%lld stage=%lld radix=%lld "

@@ -77,6 +77,9 @@ struct fs_context {
                                      filters' second pass (tests of that pass) */
     int filter_defer;             /* FLASHSPEC_FILTER_DEFER=0: the second pass runs every select
                                      level as a pass of its own, none beside the draw (tests) */
+    int filter_warm;              /* FLASHSPEC_FILTER_WARM=0: the filtered merge kernel runs no
+                                     block ahead of the rows to warm the resolve's code (A/B,
+                                     tests) */
     char last_error[512];
 };
 
