@@ -18,8 +18,8 @@
  * not of its 32-wide k steps) or from its fp32 loop (D % 8 != 0), over
  * vocabularies small and wide enough that each of its blocks scores
  * several tiles in turn -- and without the merge kernel's warm-up block
- * (FLASHSPEC_FILTER_WARM=0), whose made-up row must leave no trace: its
- * hand-over would show in the second-pass counts.
+ * (FLASHSPEC_FILTER_WARM=0), whose made-up row must leave no trace (a build
+ * that hands it over fails here).
  *
  * Bad filter values fail their request with FS_ROW_BAD_FILTER and leave the
  * others alone, exactly as on the CPU (which also returns
