@@ -74,34 +74,47 @@ enum fs_filter_path {
     FS_FILTER_SECOND_PASS = 1 /* the kept set needs tokens outside the candidates */
 };
 
-/* Resolve a row's kept set from its merged record r and candidates f (cut
- * holds at most `cap` candidates; `cap` is FS_FILTER_CANDIDATES outside
- * tests).  Walks the tie groups of the candidates from the top; each filter's
- * test is monotone in the score, so the first group a filter rejects ends the
- * kept set for the non-candidates too (they score at most the last
- * candidate).  Returns FS_FILTER_SECOND_PASS when a needed group may continue
- * past the candidates, or top-p's decision depends on the part of the top-k
- * mass Z_k that lies outside them.  w[i] = fs_exp(f->s[i] - r->max_s) for
- * i < f->n (fs_filter_weights): the walk's sums take them in candidate
- * order, so the weights may be computed in any order, or in parallel. */
-FS_HD int fs_filter_resolve_w(const fs_record *r, const fs_filter_record *f,
-                              const fs_filter_desc *fd, const float *w, fs_filter_cut *cut)
+/* The row's active top-k (0: off) for count finite allowed tokens. */
+FS_HD int32_t fs_filter_top_k(const fs_filter_desc *fd, int32_t count)
 {
-    const int n = f->n;
-    const int complete = f->count <= n;
-    const float m = r->max_s;
-    const int32_t k = fd->top_k > 0 && fd->top_k < f->count ? fd->top_k : 0;
-    /* the top-k set as a candidate prefix [0, nk), or -1 when it runs past
-       the candidates */
-    int nk = complete ? n : -1;
+    return fd->top_k > 0 && fd->top_k < count ? fd->top_k : 0;
+}
+
+/* The top-k set (k = fs_filter_top_k) as a prefix [0, nk) of the n sorted
+ * candidate scores s -- ties at the k-th included -- or -1 when it may run
+ * past them (the list is incomplete: count > n). */
+FS_HD int fs_filter_top_k_prefix(int32_t k, int n, int32_t count, const float *s)
+{
+    const int complete = count <= n;
     if (k > 0 && k <= n) {
         int j = k;
-        while (j < n && f->s[j] == f->s[k - 1])
+        while (j < n && s[j] == s[k - 1])
             ++j;
-        nk = j < n || complete ? j : -1;
-    } else if (k > 0) {
-        nk = -1;
+        return j < n || complete ? j : -1;
     }
+    return k > 0 || !complete ? -1 : n;
+}
+
+/* Resolve a row's kept set from its merged record r and its n best tokens
+ * by (score desc, id asc), scores s[0 .. n-1], out of count finite allowed
+ * tokens -- every other token scores at most s[n - 1].  Walks the tie groups
+ * of the candidates from the top; each filter's test is monotone in the
+ * score, so the first group a filter rejects ends the kept set for the
+ * non-candidates too (they score at most the last candidate).  Returns
+ * FS_FILTER_SECOND_PASS when a needed group may continue past the
+ * candidates, or top-p's decision depends on the part of the top-k mass Z_k
+ * that lies outside them.  w[i] = fs_exp(s[i] - r->max_s) for i < n
+ * (fs_filter_weight): the walk's sums take them in candidate order, so the
+ * weights may be computed in any order, or in parallel.  Any n: the records
+ * hold FS_FILTER_CANDIDATES, the GPU's wide resolve up to 512
+ * (kernels/filter_resolve.cuh). */
+FS_HD int fs_filter_resolve_n(const fs_record *r, int n, int32_t count, const float *s,
+                              const fs_filter_desc *fd, const float *w, fs_filter_cut *cut)
+{
+    const float m = r->max_s;
+    const int32_t k = fs_filter_top_k(fd, count);
+    /* the top-k set as a candidate prefix [0, nk), or -1 */
+    const int nk = fs_filter_top_k_prefix(k, n, count, s);
     const int limit = nk >= 0 ? nk : n;
     int i = 0;
     if (fd->top_p >= 1.0f && !(fd->log_min_p > -INFINITY)) {
@@ -123,7 +136,7 @@ FS_HD int fs_filter_resolve_w(const fs_record *r, const fs_filter_record *f,
         }
         float before = 0.0f; /* mass of the groups kept so far */
         while (i < limit) {
-            const float v = f->s[i];
+            const float v = s[i];
             if (!(v - m >= fd->log_min_p))
                 break;
             if (fd->top_p < 1.0f) {
@@ -134,7 +147,7 @@ FS_HD int fs_filter_resolve_w(const fs_record *r, const fs_filter_record *f,
             }
             int j = i + 1;
             float g = w[i];
-            while (j < n && f->s[j] == v) {
+            while (j < n && s[j] == v) {
                 g += w[j];
                 ++j;
             }
@@ -147,10 +160,18 @@ FS_HD int fs_filter_resolve_w(const fs_record *r, const fs_filter_record *f,
        inside the list or the list is complete) */
     if (i == 0 || (i == limit && nk < 0))
         return FS_FILTER_SECOND_PASS;
-    cut->threshold = f->s[i - 1];
+    cut->threshold = s[i - 1];
     cut->max_s = m;
     cut->log_min_p = fd->log_min_p;
     return FS_FILTER_ONE_PASS;
+}
+
+/* fs_filter_resolve_n over a record's candidates f (at most `cap` of them;
+ * `cap` is FS_FILTER_CANDIDATES outside tests). */
+FS_HD int fs_filter_resolve_w(const fs_record *r, const fs_filter_record *f,
+                              const fs_filter_desc *fd, const float *w, fs_filter_cut *cut)
+{
+    return fs_filter_resolve_n(r, f->n, f->count, f->s, fd, w, cut);
 }
 
 /* Candidate i's weight for fs_filter_resolve_w, exp(s_i - max_s): the one
