@@ -144,6 +144,10 @@ extern "C" fs_status fs_cuda_context_init(fs_context *ctx, int device_ordinal)
     /* FLASHSPEC_FILTER_WARM=0: the filtered merge kernel runs no block ahead
        of the rows to pull the resolve's code into L2 (A/B runs, tests) */
     ctx->filter_warm = env_count("FLASHSPEC_FILTER_WARM", 1) != 0;
+    /* FLASHSPEC_FILTER_WIDE=0: a filtered row the best 64 candidates leave
+       undecided goes to the second pass at once, without the wide resolve
+       from more of its prefix (A/B runs, tests) */
+    ctx->filter_wide = env_count("FLASHSPEC_FILTER_WIDE", 1) != 0;
     int prev;
     fs_status st = fs_cuda_enter(ctx, &prev);
     if (st != FS_OK)

@@ -128,6 +128,7 @@ size_t fs_filter_carve(const fs_context *ctx, int64_t rows, int64_t vocab, char 
         w->fb_grid = fb_grid;
         w->defer_last = ctx->filter_defer;
         w->warm = ctx->filter_warm && fs_tp_ranks(ctx) <= 1;
+        w->wide = ctx->filter_wide;
     }
     char *fdescs = take((size_t)rows * sizeof(fs_filter_desc));
     char *cands = take((size_t)rows * (size_t)lists * sizeof(fs_cand_list));

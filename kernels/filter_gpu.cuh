@@ -97,6 +97,8 @@ typedef struct fs_filter_ws {
        in tree_child_s [rows][FS_TREE_MAX_CHILDREN] (filter_resolve.cuh) */
     const fs_tree_row *tree_rows;
     float *tree_child_s;
+    int wide; /* rows the best 64 candidates leave undecided are resolved from up to 512
+                 of their exact prefix (filter_resolve.cuh) */
 } fs_filter_ws;
 
 /* The filters' workspace region of `rows` rows over `vocab` tokens, carved

@@ -35,6 +35,9 @@
  *     the kept set reaches past candidate 31 (1 barrier).  Pushed one block
  *     after another by a single thread it cost ~150 us a row at k = 50
  *     (H100).
+ *  6. A row those 64 cannot decide while its prefix is longer (G > 64)
+ *     tries again from the best min(G, 512) of it (wide_decide) before it
+ *     is handed over.
  * The longest serial part is thread 0's fs_filter_resolve_w, a walk over up
  * to 64 candidates whose sums must keep the CPU backend's order (their
  * weights are computed by a warp beforehand; top-k alone needs no walk).
@@ -72,6 +75,15 @@ constexpr int STAGE = 2048;
  * a scan of the histogram). */
 constexpr int CAP = 128;
 
+/* Candidates of the wide resolve (wide_decide): a row the best 64 cannot
+ * decide -- top-k above 64, a nucleus or min-p band of more than 64 tokens
+ * -- is decided from the best min(G, WIDE) tokens of its exact prefix when
+ * the prefix is longer than 64 (G was 330-830 for 151936-token rows at 1-64
+ * rows on an H100's tile kernel: it depends on how the top tokens fall into
+ * the lists, not on the logits), instead of taking the second pass: two
+ * more passes over the LM head, 1-2.5 ms a call there. */
+constexpr int WIDE = 512;
+
 /* The block's shared state for one row (~25 KB). */
 struct resolve_smem {
     unsigned long long stage[STAGE];    /* the prefix's keys */
@@ -91,6 +103,10 @@ struct resolve_smem {
     int one;      /* thread 0's decision */
     fs_filter_cut cut;
     float child_s[FS_TREE_MAX_CHILDREN]; /* tree rows: the kept record's children's scores */
+    /* the wide resolve (its arrays share the others': wide_decide) */
+    int wm;             /* kept candidates */
+    int wnk;            /* the walk's top-k prefix, or -1 */
+    float wzp[WARPS];   /* the walk's top-k mass, by warp */
 };
 
 /* The key of an entry: its score's key, then the id reversed, so that keys
@@ -278,7 +294,9 @@ struct key_src {
 constexpr int BATCH = STAGE / THREADS;
 
 /* This thread's keys k0 + i THREADS + tid (i < BATCH) of src; ok[i] when
- * there is one. */
+ * there is one.  STAGED: src.stage is known to be set (no list reads
+ * compiled). */
+template <bool STAGED = false>
 __device__ __forceinline__ void load_keys(const key_src &src, int64_t k0,
                                           unsigned long long (&key)[BATCH], bool (&ok)[BATCH])
 {
@@ -289,7 +307,7 @@ __device__ __forceinline__ void load_keys(const key_src &src, int64_t k0,
         key[i] = 0ull;
         if (k >= src.total)
             continue;
-        if (src.stage) {
+        if (STAGED || src.stage) {
             key[i] = src.stage[k];
             ok[i] = true;
             continue;
@@ -335,13 +353,14 @@ __device__ __forceinline__ bool in_bucket(unsigned long long key, const select_s
 
 /* Histogram into h the digit (key >> shift) & 255 of the keys in st's
  * bucket. */
+template <bool STAGED>
 __device__ __forceinline__ void count_digits(const key_src &src, const select_state &st,
                                              int shift, unsigned int *h)
 {
     for (int64_t k0 = 0; k0 < src.total; k0 += (int64_t)BATCH * THREADS) {
         unsigned long long key[BATCH];
         bool ok[BATCH];
-        load_keys(src, k0, key, ok);
+        load_keys<STAGED>(src, k0, key, ok);
 #pragma unroll
         for (int i = 0; i < BATCH; ++i)
             if (ok[i] && in_bucket(key[i], st))
@@ -399,15 +418,16 @@ __device__ __forceinline__ void narrow(const unsigned int *h, int shift, int N, 
  * the rounds count into three histograms in turn and round r zeroes round
  * r + 1's, whose last readers (round r - 2's narrow, in every warp) are
  * behind round r - 1's barrier, and whose counts come after round r's. */
+template <int CAPT, bool STAGED = false>
 __device__ __forceinline__ int select_rounds(const key_src &src, int N, select_state &st,
                                              unsigned int (&hist)[3][256])
 {
     int r = 0;
-    while (st.size > CAP && st.hi > 0) {
+    while (st.size > CAPT && st.hi > 0) {
         unsigned int *h = hist[r % 3];
         hist[(r + 1) % 3][threadIdx.x] = 0u;
         const int shift = st.hi > 8 ? st.hi - 8 : 0;
-        count_digits(src, st, shift, h);
+        count_digits<STAGED>(src, st, shift, h);
         __syncthreads();
         narrow(h, shift, N, st);
         ++r;
@@ -415,14 +435,15 @@ __device__ __forceinline__ int select_rounds(const key_src &src, int N, select_s
     return r;
 }
 
-/* The keys >= st.prefix (st.size <= CAP of them) into top.  One barrier. */
+/* The keys >= st.prefix (st.size <= CAPT of them) into top.  One barrier. */
+template <int CAPT, bool STAGED = false>
 __device__ __forceinline__ void gather_top(const key_src &src, const select_state &st,
                                            unsigned long long *top, int *slots)
 {
     for (int64_t k0 = 0; k0 < src.total; k0 += (int64_t)BATCH * THREADS) {
         unsigned long long key[BATCH];
         bool ok[BATCH];
-        load_keys(src, k0, key, ok);
+        load_keys<STAGED>(src, k0, key, ok);
         int n = 0;
 #pragma unroll
         for (int i = 0; i < BATCH; ++i) {
@@ -433,7 +454,7 @@ __device__ __forceinline__ void gather_top(const key_src &src, const select_stat
 #pragma unroll
         for (int i = 0; i < BATCH; ++i)
             if (ok[i]) {
-                if (at < CAP)
+                if (at < CAPT)
                     top[at] = key[i];
                 ++at;
             }
@@ -705,6 +726,320 @@ __device__ __forceinline__ resolve_smem &shared_state()
     return sh;
 }
 
+/* How many of a[0 .. c-1] (16-byte aligned, distinct) come before x: the
+ * larger ones (LARGER) or the smaller ones.  16-byte loads, four of them in
+ * flight: one element at a time, each shared-memory load's latency would be
+ * paid in turn. */
+template <typename T, bool LARGER>
+__device__ __forceinline__ int count_before(const T *a, int c, T x)
+{
+    constexpr int V = 16 / (int)sizeof(T); /* elements a load */
+    int r[4] = {0, 0, 0, 0};
+    int j = 0;
+#pragma unroll 1
+    for (; j + 4 * V <= c; j += 4 * V) {
+#pragma unroll
+        for (int h = 0; h < 4; ++h) {
+            union {
+                uint4 u;
+                T v[V];
+            } x16;
+            x16.u = *reinterpret_cast<const uint4 *>(a + j + V * h);
+#pragma unroll
+            for (int e = 0; e < V; ++e)
+                r[h] += (LARGER ? x16.v[e] > x : x16.v[e] < x) ? 1 : 0;
+        }
+    }
+#pragma unroll 1
+    for (; j < c; ++j)
+        r[0] += (LARGER ? a[j] > x : a[j] < x) ? 1 : 0;
+    return r[0] + r[1] + r[2] + r[3];
+}
+
+/* Where the wide resolve finds a row: its lists and exact prefix, and its
+ * descriptors in global memory (not the caller's copies: a called
+ * function's reference arguments would keep them in local memory for the
+ * whole kernel). */
+struct wide_src {
+    const fs_cand_list *L; /* the row's lists */
+    int64_t lists;
+    uint32_t kd; /* D's key */
+    int G;       /* the prefix's entries; 0: no wide resolve (off, or merged summaries) */
+    const fs_row_desc *d;
+    const fs_filter_desc *fd;
+};
+
+/* The walk of fs_filter_resolve_n over the wide resolve's N <= 2 THREADS
+ * candidates (scores s, weights w), by the whole block: the mass before
+ * each candidate is a block-wide prefix sum, every tie group's first
+ * candidate tests the walk's stops (min-p, top-p's cut, top-p's "cannot
+ * tell" against the bounds on Z_k), and the first one that stops decides,
+ * as the walk's first stop does -- the tests are monotone along the
+ * candidates.  The same decision up to the rounding of the sums (added in
+ * another order).  With one thread walking up to 512 candidates, a top-p
+ * row decided here cost 36-96 us more than a top-k 50 row, 32-51 us with
+ * this walk (H100).  The decision in sh.one and sh.cut; every thread calls
+ * it. */
+__device__ __forceinline__ void wide_walk(resolve_smem &sh, const float *s, const float *w, int N,
+                                          int count, float m, float Z, const fs_filter_desc &fd)
+{
+    static_assert(WIDE <= 2 * THREADS, "two candidates a thread");
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int32_t k = fs_filter_top_k(&fd, count);
+    if (tid == 0)
+        sh.wnk = fs_filter_top_k_prefix(k, N, count, s);
+    __syncthreads();
+    const int nk = sh.wnk;
+    const int limit = nk >= 0 ? nk : N;
+    const bool top_p = fd.top_p < 1.0f;
+    /* top-k alone: nothing ends the walk before limit */
+    int key = 2 * limit;
+    if (top_p || fd.log_min_p > -INFINITY) {
+        const int a = 2 * tid, b = a + 1;
+        const float wa = a < N ? w[a] : 0.0f, wb = b < N ? w[b] : 0.0f;
+        const int upto = nk >= 0 ? nk : N;
+        const float mine = wa + wb;
+        float incl = mine, zp = (a < upto ? wa : 0.0f) + (b < upto ? wb : 0.0f);
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const float y = __shfl_up_sync(FULL, incl, o);
+            incl += lane >= o ? y : 0.0f;
+            zp += __shfl_xor_sync(FULL, zp, o);
+        }
+        if (lane == 31)
+            sh.red_kd[warp] = __float_as_uint(incl);
+        if (lane == 0)
+            sh.wzp[warp] = zp;
+        __syncthreads();
+        float before = 0.0f, z = 0.0f;
+#pragma unroll
+        for (int i = 0; i < WARPS; ++i) {
+            before += i < warp ? __uint_as_float(sh.red_kd[i]) : 0.0f;
+            z += sh.wzp[i];
+        }
+        /* Z_k relative to m: exact, or bounded by the candidates' mass and
+           the row's when the top-k set runs past them (top-p only) */
+        const float z_lo = k > 0 && top_p ? z : Z;
+        const float z_hi = k > 0 && top_p && nk < 0 ? Z : z_lo;
+        before += incl - mine; /* the mass before candidate a */
+        /* the first stop, as 2 i + 1 when the walk cannot tell there */
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int i = a + h;
+            if (i < limit && (i == 0 || s[i] != s[i - 1])) {
+                const bool cut = !(s[i] - m >= fd.log_min_p) || (top_p && before >= fd.top_p * z_hi);
+                const bool unsure = !cut && top_p && before >= fd.top_p * z_lo;
+                if ((cut || unsure) && 2 * i + (unsure ? 1 : 0) < key)
+                    key = 2 * i + (unsure ? 1 : 0);
+            }
+            before += h == 0 ? wa : 0.0f;
+        }
+        key = __reduce_min_sync(FULL, key);
+        if (lane == 0)
+            sh.red_count[warp] = key;
+        __syncthreads();
+#pragma unroll
+        for (int i = 0; i < WARPS; ++i)
+            key = sh.red_count[i] < key ? sh.red_count[i] : key;
+    }
+    if (tid == 0) {
+        const int i = key >> 1;
+        /* kept up to the end of an incomplete list: the kept set may run
+           past the candidates */
+        const bool one = !(key & 1) && i > 0 && !(i == limit && nk < 0);
+        sh.one = one ? 1 : 0;
+        if (one) {
+            sh.cut.threshold = s[i - 1];
+            sh.cut.max_s = m;
+            sh.cut.log_min_p = fd.log_min_p;
+        }
+    }
+    __syncthreads();
+}
+
+/* The wide resolve of a chain row whose best N = min(64, G) candidates left
+ * it undecided while its exact prefix holds G > N entries, all staged: the
+ * same walk (fs_filter_resolve_n) over the best min(G, WIDE) of them,
+ * selected and ranked as in prefix_candidates; a decided row's kept record
+ * is its kept candidates sorted by id (a thread a candidate, ranked among
+ * them) and pushed a noise block at a time by the thread of the block's
+ * first one -- the blocks, scores, noise and tokens of
+ * fs_filter_kept_record -- then merged over the block.  A row no filter
+ * can end inside those candidates (a wide top-p whose prefix holds less
+ * than p of the row's mass, a min-p band past the prefix) is handed over
+ * after one pass over the staged keys.  Returns 1 to every thread when
+ * decided (the kept record in sh.red, thread 0's), 0 when the row still
+ * needs the second pass.  Taken only by rows that would otherwise take it (~1 ms
+ * or more a call on an H100), so it is kept out of line: the rows the best
+ * 64 decide run none of its code.  Its arrays reuse the first resolve's
+ * shared memory, done with by then: the gathered keys `vt` (WIDE keys, 4
+ * KB), the candidates, weights and the kept ones by id `stage` (the staged
+ * keys, at most WIDE of them when ranked from there: 4 KB), the reduction
+ * `top`.  Its arguments are values and pointers to global memory only (a
+ * reference to the caller's record or descriptors puts them in local
+ * memory for the whole kernel).  A first version with both -- references,
+ * and 14 KB of shared memory of its own -- made every filtered call of 1-64
+ * rows 1-4 us slower (H100, 151936 x 4096); this one costs them nothing
+ * measurable.  Every thread calls it. */
+__device__ __noinline__ int wide_decide(float max_s, float sum_exp, int count,
+                                        const fs_cand_list *L, int64_t lists, uint32_t kd, int G,
+                                        const fs_row_desc *dp, const fs_filter_desc *fdp)
+{
+    resolve_smem &sh = shared_state();
+    const fs_row_desc d = *dp;
+    const fs_filter_desc fd = *fdp;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int N = G < WIDE ? G : WIDE;
+    static_assert(sizeof(sh.vt) == WIDE * sizeof(unsigned long long), "the gathered keys fit vt");
+    static_assert(WIDE * 8 + 3 * WIDE * 4 <= (int)sizeof(sh.stage) && 2 * WIDE * 4 <= WIDE * 8,
+                  "the candidates fit the stage beside WIDE keys; the kept ones by id below them");
+    static_assert(WARPS * sizeof(fs_record) <= sizeof(sh.top), "the reduction fits top");
+    unsigned long long *wkey = reinterpret_cast<unsigned long long *>(&sh.vt[0][0]);
+    float *wsc = reinterpret_cast<float *>(sh.stage + WIDE);
+    int32_t *wid = reinterpret_cast<int32_t *>(wsc + WIDE);
+    float *ww = reinterpret_cast<float *>(wid + WIDE);
+    fs_record *wred = reinterpret_cast<fs_record *>(sh.top);
+    const int32_t k = fs_filter_top_k(&fd, count);
+
+    /* can a filter end inside the best N?  The prefix's mass (bounds the
+       candidates' from above) and the min-p band's length in it */
+    float mass = 0.0f;
+    int band = 0;
+#pragma unroll 1
+    for (int i = tid; i < G; i += THREADS) {
+        const float si = fs_select_score((uint32_t)(sh.stage[i] >> 32));
+        mass += fs_exp(si - max_s);
+        band += si - max_s >= fd.log_min_p ? 1 : 0;
+    }
+#pragma unroll
+    for (int m = 16; m > 0; m >>= 1)
+        mass += __shfl_xor_sync(FULL, mass, m);
+    band = __reduce_add_sync(FULL, band);
+    if (lane == 0) {
+        sh.red_kd[warp] = __float_as_uint(mass);
+        sh.red_count[warp] = band;
+    }
+    /* the first select's histograms and gather count, reset for this one */
+#pragma unroll 1
+    for (int i = tid; i < 3 * 256; i += THREADS)
+        (&sh.hist[0][0])[i] = 0u;
+    if (tid == 0)
+        sh.c = 0;
+    __syncthreads();
+    mass = 0.0f;
+    band = 0;
+#pragma unroll
+    for (int i = 0; i < WARPS; ++i) {
+        mass += __uint_as_float(sh.red_kd[i]);
+        band += sh.red_count[i];
+    }
+    /* the walk stops inside the candidates only at the end of a complete
+       list, at top-k's k-th, at min-p's band (which ends inside the prefix
+       when some staged score is below it: the others score <= D, below
+       all of them), or where top-p's mass reaches p of Z (Z_k = Z when k
+       runs past them) -- the slack covers the sums' rounding */
+    const bool can = count <= N || (k > 0 && k <= N) ||
+                     (fd.log_min_p > -INFINITY && band < G && band <= N) ||
+                     (fd.top_p < 1.0f && mass >= fd.top_p * sum_exp * 0.999f);
+    if (!can)
+        return 0;
+
+    select_state st = select_start(kd, sh.khi, G, N);
+    key_src src; /* the staged keys */
+    src.stage = sh.stage;
+    src.L = L;
+    src.total = G;
+    src.kd = kd;
+    const unsigned long long *keys = sh.stage; /* G <= WIDE: every staged key */
+    int c = G;
+    if (select_rounds<WIDE, true>(src, N, st, sh.hist) > 0) {
+        gather_top<WIDE, true>(src, st, wkey, &sh.c);
+        keys = wkey;
+        c = st.size < WIDE ? st.size : WIDE;
+    }
+    /* the best N in order: a key's rank is the number of larger keys (both
+       arrays 16-byte aligned) */
+#pragma unroll 1
+    for (int q = tid; q < c; q += THREADS) {
+        const unsigned long long key = keys[q];
+        const int rank = count_before<unsigned long long, true>(keys, c, key);
+        if (rank < N) {
+            wsc[rank] = fs_select_score((uint32_t)(key >> 32));
+            wid[rank] = (int32_t)~(uint32_t)key;
+        }
+    }
+    __syncthreads();
+#pragma unroll 1
+    for (int i = tid; i < N; i += THREADS)
+        ww[i] = fs_exp(wsc[i] - max_s); /* fs_filter_weight's spelling */
+    __syncthreads();
+    if (tid == 0)
+        sh.wm = 0;
+    wide_walk(sh, wsc, ww, N, count, max_s, sum_exp, fd);
+    if (!sh.one)
+        return 0;
+    const fs_filter_cut cut = sh.cut;
+    /* every filter keeps an upper set of scores: the kept candidates are a
+       prefix [0, M) of the sorted ones (the first is always kept) */
+#pragma unroll 1
+    for (int i = tid; i < N; i += THREADS)
+        if (fs_filter_keeps(&cut, wsc[i]) && (i + 1 == N || !fs_filter_keeps(&cut, wsc[i + 1])))
+            sh.wm = i + 1;
+    __syncthreads();
+    const int M = sh.wm;
+    /* sorted by id below the candidates (the keys are ranked by now) */
+    int32_t *sid = reinterpret_cast<int32_t *>(sh.stage);
+    float *ssc = reinterpret_cast<float *>(sid + WIDE);
+#pragma unroll 1
+    for (int q = tid; q < M; q += THREADS) {
+        const int32_t id = wid[q];
+        const int pos = count_before<int32_t, false>(wid, M, id);
+        sid[pos] = id;
+        ssc[pos] = wsc[q];
+    }
+    __syncthreads();
+    fs_record acc;
+    fs_record_init(&acc);
+#pragma unroll 1
+    for (int q = tid; q < M; q += THREADS) {
+        const int32_t blk = sid[q] / FS_NOISE_BLOCK;
+        if (q > 0 && sid[q - 1] / FS_NOISE_BLOCK == blk)
+            continue; /* not the block's first kept candidate */
+        float v[FS_NOISE_BLOCK];
+#pragma unroll 1
+        for (int t = 0; t < FS_NOISE_BLOCK; ++t)
+            v[t] = -INFINITY;
+#pragma unroll 1
+        for (int j = q; j < M && sid[j] / FS_NOISE_BLOCK == blk; ++j)
+            v[sid[j] % FS_NOISE_BLOCK] = ssc[j];
+        fs_record_push_block(&acc, &d, blk * FS_NOISE_BLOCK, FS_NOISE_BLOCK, v);
+    }
+    /* merged over the block in a fixed order: warps, then warp 0 over them
+       (rolled: one copy of the merge's code) */
+#pragma unroll 1
+    for (int m = 16; m > 0; m >>= 1) {
+        const fs_record o = fs_record_shfl_xor(acc, m);
+        fs_record_merge(&acc, &o);
+    }
+    if (lane == 0)
+        wred[warp] = acc;
+    __syncthreads();
+    if (warp == 0) {
+        if (lane < WARPS)
+            acc = wred[lane];
+        else
+            fs_record_init(&acc);
+#pragma unroll 1
+        for (int m = WARPS / 2; m > 0; m >>= 1) {
+            const fs_record o = fs_record_shfl_xor(acc, m);
+            fs_record_merge(&acc, &o);
+        }
+    }
+    if (tid == 0)
+        sh.red = acc;
+    return 1;
+}
+
 /* What the passes below count into or fill; the caller's next barrier orders
  * these writes before them. */
 __device__ __forceinline__ void reset_state(resolve_smem &sh)
@@ -750,10 +1085,10 @@ __device__ __forceinline__ int prefix_candidates(const fs_cand_list *L, int64_t 
     /* its best N: all G ranked when few, else those at or above the radix
        select's bucket */
     select_state st = select_start(kd, sh.khi, G, N);
-    const int rounds = select_rounds(src, N, st, sh.hist);
+    const int rounds = select_rounds<CAP>(src, N, st, sh.hist);
     fs_probe_resolve_stamp(5);
     if (rounds > 0) {
-        gather_top(src, st, sh.top, &sh.c);
+        gather_top<CAP>(src, st, sh.top, &sh.c);
         rank_keys(sh.top, st.size < CAP ? st.size : CAP, N, sh.f);
     } else {
         rank_keys(sh.stage, G, N, sh.f);
@@ -776,7 +1111,7 @@ template <bool TREE>
 __device__ __forceinline__ int decide(int64_t row, const fs_record &rec, const fs_filter_desc &fd,
                                       const fs_row_desc &d, int N, int count, int force,
                                       const handover &ho, resolve_smem &sh, fs_record *kept,
-                                      const tree_ctx &tc)
+                                      const tree_ctx &tc, const wide_src &wide)
 {
     const int tid = threadIdx.x;
     if (tid < 32) {
@@ -809,6 +1144,15 @@ __device__ __forceinline__ int decide(int64_t row, const fs_record &rec, const f
         }
         return 1;
     }
+    /* more of the exact prefix than the best 64 (not for tree rows, whose
+       kept record goes through the tree push) */
+    if (!TREE && !force && wide.G > N && wide.G <= STAGE &&
+        wide_decide(rec.max_s, rec.sum_exp, count, wide.L, wide.lists, wide.kd, wide.G, wide.d,
+                    wide.fd)) {
+        if (tid == 0)
+            *kept = sh.red;
+        return 1;
+    }
     if (TREE && tid < FS_TREE_MAX_CHILDREN)
         tc.child_s[tid] = -INFINITY;
     if (tid == 0)
@@ -823,22 +1167,27 @@ __device__ __forceinline__ int decide(int64_t row, const fs_record &rec, const f
  * it; rows that do not filter must not.  The block resolves one row: a
  * caller that went on to another would need a __syncthreads first, the
  * shared state is not released by a barrier at the end.  TREE: a tree row,
- * tc its children and scores (decide). */
+ * tc its children and scores (decide).  wide: a chain row the best 64
+ * candidates leave undecided is resolved from more of its prefix
+ * (wide_decide, which reads d and fd from dp and fdp, their copies in
+ * global memory; NULL: no wide resolve) before it is handed over. */
 template <bool TREE>
 __device__ int fs_filter_resolve_row(int64_t row, const fs_record &rec, const fs_filter_desc &fd,
                                      const fs_row_desc &d, const fs_cand_list *__restrict__ cands,
                                      int64_t lists_per_row, const fs_cand_list (&mine)[PER],
                                      fs_fallback_row *fb,
                                      unsigned int *flag_n, int32_t *out_fallback, int force,
+                                     int wide, const fs_row_desc *dp, const fs_filter_desc *fdp,
                                      fs_record *kept, const tree_ctx &tc)
 {
     resolve_smem &sh = shared_state();
     uint32_t kd;
     int count, G;
-    const int N =
-        prefix_candidates(cands + row * lists_per_row, lists_per_row, mine, sh, &kd, &count, &G);
+    const fs_cand_list *L = cands + row * lists_per_row;
+    const int N = prefix_candidates(L, lists_per_row, mine, sh, &kd, &count, &G);
     const handover ho = {fb, nullptr, flag_n, out_fallback};
-    return decide<TREE>(row, rec, fd, d, N, count, force, ho, sh, kept, tc);
+    const wide_src ws = {L, lists_per_row, kd, wide && dp ? G : 0, dp, fdp};
+    return decide<TREE>(row, rec, fd, d, N, count, force, ho, sh, kept, tc, ws);
 }
 
 /* Sharded contexts, in the merge kernel: the shard's fs_filter_summary of
@@ -921,7 +1270,8 @@ __device__ int fs_filter_resolve_merged(int64_t row, const fs_record &rec,
         sh.c = count;
     }
     __syncthreads(); /* f, N and the count are whole */
-    return decide<TREE>(row, rec, fd, d, sh.g, sh.c, force, ho, sh, kept, tc);
+    const wide_src none = {nullptr, 0, 0u, 0, nullptr, nullptr};
+    return decide<TREE>(row, rec, fd, d, sh.g, sh.c, force, ho, sh, kept, tc, none);
 }
 
 } // namespace fsf

@@ -94,7 +94,8 @@ __global__ void __launch_bounds__(FS_MERGE_THREADS, 1)
             const int one = fsf::fs_filter_resolve_row<TREE>(
                 warm ? 0 : row, rec, fd, d, filt.cands, warm ? fsf::WARM_LISTS : filt.lists_per_row,
                 mine, filt.fb, warm ? nullptr : filt.flag_n, out_fallback,
-                warm ? 0 : force_second_pass, &kept, tc);
+                warm ? 0 : force_second_pass, filt.wide, warm ? nullptr : descs + row,
+                warm ? nullptr : filt.fdescs + row, &kept, tc);
             if (warm)
                 return;
             if (!one)

@@ -81,6 +81,8 @@ struct fs_context {
                                      block ahead of the rows to warm the resolve's code (A/B,
                                      tests) */
     char last_error[512];
+    int filter_wide; /* FLASHSPEC_FILTER_WIDE=0: rows the best 64 candidates leave undecided
+                        take the second pass without the wide resolve (A/B, tests) */
 };
 
 /* Record a formatted message as ctx's last error and return status.  The
