@@ -1,11 +1,14 @@
 /* The cost of top-k / top-p / min-p in the fused ops, on an H100-class GPU.
  *
- * For each LM-head shape, logit shape (peaked: Zipf-like; flat: N(0, 1);
- * filter_inputs.cu) and row count, in one process with the methods
- * alternated in rounds (L2 flushed before every call, CUDA events):
+ * For each LM-head shape, logit shape (peaked and moderate: Zipf-like with
+ * exponents 2 and 1.4; flat: N(0, 1); filter_inputs.cu) and row count, in
+ * one process with the methods alternated in rounds (L2 flushed before every
+ * call, CUDA events):
  *   cublas              the LM-head matmul alone (cuBLASLt, bf16 logits)
  *   sample              fs_sample without filters
  *   sample k50 / p0.9 / minp0.05 / all   fs_sample with each filter, and all three
+ *   sample k200         top-k 200 alone: past the 64 candidates that decide
+ *                       most rows (the wide resolve, filter_resolve.cuh)
  *   cublas+gumbel       matmul, then the one-pass Gumbel sampler over the logits
  *                       (the leanest unfused sampler; no filters)
  *   cublas+logits all   matmul, then fs_sample_logits with all three filters
@@ -17,7 +20,8 @@
  * over the measured copy bandwidth) is printed per shape.
  *
  * Usage: filter_bench [--rows 1,4,16,64] [--rounds 5] [--reps 10]
- *                     [--shapes 151936x4096,128256x8192] */
+ *                     [--shapes 151936x4096,128256x8192] [--logits 1,2,0]
+ * (--logits: the logit shapes, FB_PEAKED 1, FB_MODERATE 2, FB_FLAT 0) */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,11 +35,11 @@
 #include "bench_util.h"
 #include "timing.h"
 
-enum { M_CUBLAS, M_SAMPLE, M_K, M_P, M_MINP, M_ALL, M_GUMBEL, M_LOGITS_ALL, M_VERIFY,
+enum { M_CUBLAS, M_SAMPLE, M_K, M_P, M_MINP, M_ALL, M_K200, M_GUMBEL, M_LOGITS_ALL, M_VERIFY,
        M_VERIFY_ALL, M_COUNT };
 static const char *const NAMES[M_COUNT] = {
     "cublas", "sample", "sample k50", "sample p0.9", "sample minp0.05", "sample all",
-    "cublas+gumbel", "cublas+logits all", "verify", "verify all"};
+    "sample k200", "cublas+gumbel", "cublas+logits all", "verify", "verify all"};
 enum { DRAFTS = 4, MAX_SAMPLES = 512 };
 
 typedef struct bench {
@@ -49,7 +53,7 @@ typedef struct bench {
     size_t ws_bytes;
     float *temp;
     uint64_t *seed;
-    int32_t *k_on, *k_off;
+    int32_t *k_on, *k_off, *k_200;
     float *p_on, *p_off, *mp_on, *mp_off;
     int32_t *tok, *st, *nem, *fallback;
     float *val;
@@ -69,7 +73,10 @@ static fs_sampling params(const bench *b, int method)
                    method == M_VERIFY_ALL;
     const int mp = method == M_MINP || method == M_ALL || method == M_LOGITS_ALL ||
                    method == M_VERIFY_ALL;
-    if (k || pp || mp) {
+    if (method == M_K200) {
+        p.top_k = b->k_200;
+        p.out_filter_fallback = b->fallback;
+    } else if (k || pp || mp) {
         p.top_k = k ? b->k_on : b->k_off;
         p.top_p = pp ? b->p_on : b->p_off;
         p.min_p = mp ? b->mp_on : b->mp_off;
@@ -137,9 +144,13 @@ static double fallback_share(bench *b, int method)
 int main(int argc, char **argv)
 {
     int64_t rows_list[16] = {1, 4, 16, 64}, shapes[8] = {151936, 4096, 128256, 8192};
-    int nrows = 4, nshape = 4, rounds = 5, reps = 10;
-    const bu_list_opt lists[] = {{"rows", rows_list, &nrows, 16}, {"shapes", shapes, &nshape, 8}};
-    bu_parse_args(argc, argv, lists, 2, &rounds, &reps, MAX_SAMPLES);
+    int64_t logit_list[3] = {FB_PEAKED, FB_MODERATE, FB_FLAT};
+    int nrows = 4, nshape = 4, nlogit = 3, rounds = 5, reps = 10;
+    const bu_list_opt lists[] = {{"rows", rows_list, &nrows, 16},
+                                 {"shapes", shapes, &nshape, 8},
+                                 {"logits", logit_list, &nlogit, 3}};
+    bu_parse_args(argc, argv, lists, 3, &rounds, &reps, MAX_SAMPLES);
+    static const char *const LOGIT_NAMES[3] = {"flat", "peaked", "moderate"};
     int device = 0;
     CUDA_CHECK(cudaSetDevice(device));
     CUDA_CHECK(bl_init(device));
@@ -168,6 +179,7 @@ int main(int argc, char **argv)
     float *poff = malloc(sizeof(float) * (size_t)max_rows), *mpon = malloc(sizeof(float) * (size_t)max_rows);
     float *mpoff = malloc(sizeof(float) * (size_t)max_rows);
     int32_t *kon = malloc(sizeof(int32_t) * (size_t)max_rows), *koff = malloc(sizeof(int32_t) * (size_t)max_rows);
+    int32_t *k200 = malloc(sizeof(int32_t) * (size_t)max_rows);
     uint64_t *seed = malloc(sizeof(uint64_t) * (size_t)max_rows);
     for (int64_t i = 0; i < max_rows; ++i) {
         temp[i] = 1.0f;
@@ -176,6 +188,7 @@ int main(int argc, char **argv)
         mpon[i] = 0.05f;
         mpoff[i] = 0.0f;
         kon[i] = 50;
+        k200[i] = 200;
         koff[i] = 0;
         seed[i] = 1234567u + (uint64_t)i * 7919u;
     }
@@ -186,6 +199,7 @@ int main(int argc, char **argv)
     b.mp_off = bu_dup(mpoff, sizeof(float) * (size_t)max_rows);
     b.k_on = bu_dup(kon, sizeof(int32_t) * (size_t)max_rows);
     b.k_off = bu_dup(koff, sizeof(int32_t) * (size_t)max_rows);
+    b.k_200 = bu_dup(k200, sizeof(int32_t) * (size_t)max_rows);
     b.seed = bu_dup(seed, sizeof(uint64_t) * (size_t)max_rows);
     b.tok = bu_dmalloc(sizeof(int32_t) * (size_t)max_rows * (DRAFTS + 1));
     b.val = bu_dmalloc(sizeof(float) * (size_t)max_rows * (DRAFTS + 1));
@@ -193,7 +207,7 @@ int main(int argc, char **argv)
     b.nem = bu_dmalloc(sizeof(int32_t) * (size_t)max_rows);
     b.fallback = bu_dmalloc(sizeof(int32_t) * (size_t)max_rows);
 
-    printf("%-16s %-6s %5s  %-18s %9s %17s %9s %9s %9s\n", "shape", "logits", "rows", "method",
+    printf("%-16s %-8s %5s  %-18s %9s %17s %9s %9s %9s\n", "shape", "logits", "rows", "method",
            "median", "p10-p90", "/fused", "/cublas", "2nd pass");
     for (int si = 0; si + 1 < nshape; si += 2) {
         b.V = shapes[si];
@@ -213,8 +227,13 @@ int main(int argc, char **argv)
                                  b.V, &vwsb);
         b.ws_bytes = wsb > vwsb ? wsb : vwsb;
         b.ws = bu_dmalloc(b.ws_bytes);
-        for (int peaked = 1; peaked >= 0; --peaked) {
-            CUDA_CHECK(fb_fill_head(b.w, b.h, b.V, b.D, max_rows, peaked, 42, b.stream));
+        for (int li = 0; li < nlogit; ++li) {
+            const int shape = (int)logit_list[li];
+            if (shape < FB_FLAT || shape > FB_MODERATE) {
+                fprintf(stderr, "--logits: 0 (flat), 1 (peaked) or 2 (moderate)\n");
+                return 1;
+            }
+            CUDA_CHECK(fb_fill_head(b.w, b.h, b.V, b.D, max_rows, shape, 42, b.stream));
             CUDA_CHECK(cudaStreamSynchronize(b.stream));
             for (int ri = 0; ri < nrows; ++ri) {
                 b.rows = rows_list[ri];
@@ -251,8 +270,8 @@ int main(int argc, char **argv)
                         snprintf(fbs, sizeof fbs, "%.1f%%", 100.0 * fb); /* one row in 320 shows */
                     else
                         snprintf(fbs, sizeof fbs, "-");
-                    printf("%7lldx%-8lld %-6s %5lld  %-18s %9.4f %17s %9.3f %9.3f %9s\n",
-                           (long long)b.V, (long long)b.D, peaked ? "peaked" : "flat",
+                    printf("%7lldx%-8lld %-8s %5lld  %-18s %9.4f %17s %9.3f %9.3f %9s\n",
+                           (long long)b.V, (long long)b.D, LOGIT_NAMES[shape],
                            (long long)(m >= M_VERIFY ? b.vrows : b.rows), NAMES[m], med[m],
                            spread, med[m] / base, med[m] / med[M_CUBLAS], fbs);
                 }

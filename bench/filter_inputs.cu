@@ -9,8 +9,11 @@
  * the top token holds ~60% of the mass, the top 10 ~90%, and a long tail of
  * 150k tokens; a Zipf exponent near 1 (natural text's unigram law) spreads
  * a 0.9 nucleus over thousands of tokens, which is not what a model's
- * next-token distribution mostly looks like.  Flat: a_v = 0 and sigma = 1:
- * N(0, 1) logits, no token stands out. */
+ * next-token distribution mostly looks like.  Moderate: a_v = 8 - 1.4 ln(1 +
+ * rank_v), sigma = 0.3 -- exponent 1.4: the top token holds ~25-50%, a 0.9
+ * nucleus ~100-300 tokens (a sampled sequence's open-ended positions), past
+ * the 64 candidates that decide most peaked rows.  Flat: a_v = 0 and sigma =
+ * 1: N(0, 1) logits, no token stands out. */
 #include <cuda_bf16.h>
 #include <math.h>
 #include <stdint.h>
@@ -40,18 +43,18 @@ __device__ __forceinline__ float u_of(int64_t k, int64_t D, uint64_t seed)
     return (mix(seed ^ 0xabcdefull ^ (uint64_t)k) & 1u ? 1.0f : -1.0f) * rsqrtf((float)D);
 }
 
-__global__ void fill_w(__nv_bfloat16 *w, int64_t V, int64_t D, int peaked, uint64_t seed)
+__global__ void fill_w(__nv_bfloat16 *w, int64_t V, int64_t D, int shape, uint64_t seed)
 {
     const int64_t n = V * D;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
         const int64_t v = i / D, k = i % D;
         float a = 0.0f;
-        if (peaked) {
+        if (shape != FB_FLAT) {
             const uint64_t rank = mix(seed ^ (uint64_t)v) % (uint64_t)V;
-            a = 8.0f - 2.0f * logf(1.0f + (float)rank);
+            a = 8.0f - (shape == FB_PEAKED ? 2.0f : 1.4f) * logf(1.0f + (float)rank);
         }
-        const float sigma = peaked ? 0.3f : 1.0f;
+        const float sigma = shape != FB_FLAT ? 0.3f : 1.0f;
         w[i] = __float2bfloat16(a * u_of(k, D, seed) + sigma * normal(seed * 31 + (uint64_t)i));
     }
 }
@@ -68,9 +71,9 @@ __global__ void fill_h(__nv_bfloat16 *h, int64_t rows, int64_t D, uint64_t seed)
 } // namespace
 
 extern "C" cudaError_t fb_fill_head(void *w, void *h, int64_t V, int64_t D, int64_t rows,
-                                    int peaked, uint64_t seed, cudaStream_t stream)
+                                    int shape, uint64_t seed, cudaStream_t stream)
 {
-    fill_w<<<4096, 256, 0, stream>>>(static_cast<__nv_bfloat16 *>(w), V, D, peaked, seed);
+    fill_w<<<4096, 256, 0, stream>>>(static_cast<__nv_bfloat16 *>(w), V, D, shape, seed);
     fill_h<<<256, 256, 0, stream>>>(static_cast<__nv_bfloat16 *>(h), rows, D, seed);
     return cudaGetLastError();
 }

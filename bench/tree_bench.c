@@ -176,7 +176,7 @@ int main(int argc, char **argv)
         b.probs = bu_dmalloc((size_t)(max_rows * b.V) * 4);
         b.bl_ws = bu_dmalloc(bl_workspace_bytes(max_rows, b.V));
         CUDA_CHECK(cudaMemset(b.bl_ws, 0, bl_workspace_bytes(max_rows, b.V)));
-        CUDA_CHECK(fb_fill_head(b.w, b.h, b.V, b.D, max_rows, 1, 7, b.stream));
+        CUDA_CHECK(fb_fill_head(b.w, b.h, b.V, b.D, max_rows, FB_PEAKED, 7, b.stream));
         CUDA_CHECK(cudaStreamSynchronize(b.stream));
         for (int ri = 0; ri < nreq; ++ri)
             for (int ni = 0; ni < nnode; ++ni) {
