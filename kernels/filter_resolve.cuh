@@ -827,7 +827,8 @@ __device__ __forceinline__ void wide_walk(resolve_smem &sh, const float *s, cons
         for (int h = 0; h < 2; ++h) {
             const int i = a + h;
             if (i < limit && (i == 0 || s[i] != s[i - 1])) {
-                const bool cut = !(s[i] - m >= fd.log_min_p) || (top_p && before >= fd.top_p * z_hi);
+                const bool cut =
+                    !(s[i] - m >= fd.log_min_p) || (top_p && before >= fd.top_p * z_hi);
                 const bool unsure = !cut && top_p && before >= fd.top_p * z_lo;
                 if ((cut || unsure) && 2 * i + (unsure ? 1 : 0) < key)
                     key = 2 * i + (unsure ? 1 : 0);
@@ -869,9 +870,9 @@ __device__ __forceinline__ void wide_walk(resolve_smem &sh, const float *s, cons
  * than p of the row's mass, a min-p band past the prefix) is handed over
  * after one pass over the staged keys.  Returns 1 to every thread when
  * decided (the kept record in sh.red, thread 0's), 0 when the row still
- * needs the second pass.  Taken only by rows that would otherwise take it (~1 ms
- * or more a call on an H100), so it is kept out of line: the rows the best
- * 64 decide run none of its code.  Its arrays reuse the first resolve's
+ * needs the second pass.  Taken only by rows that would otherwise take it
+ * (~1 ms or more a call on an H100), so it is kept out of line: the rows
+ * the best 64 decide run none of its code.  Its arrays reuse the first resolve's
  * shared memory, done with by then: the gathered keys `vt` (WIDE keys, 4
  * KB), the candidates, weights and the kept ones by id `stage` (the staged
  * keys, at most WIDE of them when ranked from there: 4 KB), the reduction

@@ -579,13 +579,15 @@ static void law_counts(fs_context *g, const law_cfg *c, const float *row, uint64
     q.top_p = gt_dup(p, sizeof(float) * (size_t)R);
     q.min_p = gt_dup(mp, sizeof(float) * (size_t)R);
     q.out_filter_fallback = gt_dmalloc(sizeof(int32_t) * (size_t)R);
-    void *dseed = gt_dmalloc(sizeof(uint64_t) * (size_t)R), *doff = gt_dmalloc(sizeof(uint64_t) * (size_t)R);
+    void *dseed = gt_dmalloc(sizeof(uint64_t) * (size_t)R);
+    void *doff = gt_dmalloc(sizeof(uint64_t) * (size_t)R);
     q.seed = dseed;
     q.offset = doff;
     size_t wb = 0;
     GT_FS(g, fs_sample_workspace_size(g, R, V, &wb));
     void *ws = gt_dmalloc(wb);
-    int32_t *dtok = gt_dmalloc(sizeof(int32_t) * (size_t)R), *dst = gt_dmalloc(sizeof(int32_t) * (size_t)R);
+    int32_t *dtok = gt_dmalloc(sizeof(int32_t) * (size_t)R);
+    int32_t *dst = gt_dmalloc(sizeof(int32_t) * (size_t)R);
     int32_t *tok = malloc(sizeof(int32_t) * (size_t)R);
     /* the sanitizer runs (small mode) check the calls, not the law */
     const int calls = gt_small_mode() ? 1 : c->calls;
