@@ -167,13 +167,23 @@ static __device__ __forceinline__ fs_record fs_merge_run(const fs_record *recs, 
 }
 
 /* Merge the records of a full warp into every lane (fixed butterfly:
- * deterministic). */
+ * deterministic).  ROLLED: one copy of the merge's code in a loop, for code
+ * that runs rarely and cold (the filters' wide resolve); the same bits. */
+template <bool ROLLED = false>
 static __device__ __forceinline__ void fs_record_warp_reduce(fs_record *r)
 {
+    if (ROLLED) {
+#pragma unroll 1
+        for (int mask = 16; mask > 0; mask >>= 1) {
+            fs_record o = fs_record_shfl_xor(*r, mask);
+            fs_record_merge(r, &o);
+        }
+    } else {
 #pragma unroll
-    for (int mask = 16; mask > 0; mask >>= 1) {
-        fs_record o = fs_record_shfl_xor(*r, mask);
-        fs_record_merge(r, &o);
+        for (int mask = 16; mask > 0; mask >>= 1) {
+            fs_record o = fs_record_shfl_xor(*r, mask);
+            fs_record_merge(r, &o);
+        }
     }
 }
 
@@ -187,13 +197,15 @@ static __device__ __forceinline__ void fs_named_bar(int id, int threads)
 /* Merge the records of threads tid 0 .. threads - 1 (a multiple of 32, at
  * most 1024; synchronised by barrier bar_id) into the return value of tid
  * 0: a fixed tree, so equal thread counts give equal bits.  `scratch` holds
- * 32 records and is still being read by warp 0 when this returns. */
+ * threads / 32 records and is still being read by warp 0 when this returns.
+ * ROLLED: as fs_record_warp_reduce. */
+template <bool ROLLED = false>
 static __device__ __forceinline__ fs_record fs_record_block_reduce_bar(fs_record r,
                                                                       fs_record *scratch, int tid,
                                                                       int threads, int bar_id)
 {
     const int lane = tid & 31, warp = tid >> 5, warps = threads >> 5;
-    fs_record_warp_reduce(&r);
+    fs_record_warp_reduce<ROLLED>(&r);
     if (lane == 0)
         scratch[warp] = r;
     fs_named_bar(bar_id, threads);
@@ -203,16 +215,17 @@ static __device__ __forceinline__ fs_record fs_record_block_reduce_bar(fs_record
         } else {
             fs_record_init(&r);
         }
-        fs_record_warp_reduce(&r);
+        fs_record_warp_reduce<ROLLED>(&r);
     }
     return r;
 }
 
 /* The block's records (blockDim.x a multiple of 32, at most 1024). */
+template <bool ROLLED = false>
 static __device__ __forceinline__ fs_record fs_record_block_reduce(fs_record r,
                                                                    fs_record *scratch)
 {
-    return fs_record_block_reduce_bar(r, scratch, threadIdx.x, blockDim.x, 0);
+    return fs_record_block_reduce_bar<ROLLED>(r, scratch, threadIdx.x, blockDim.x, 0);
 }
 
 /* Epilogue shared by the fused kernels: S holds the tile's fp32 logits as

@@ -105,7 +105,6 @@ struct resolve_smem {
     float child_s[FS_TREE_MAX_CHILDREN]; /* tree rows: the kept record's children's scores */
     /* the wide resolve (its arrays share the others': wide_decide) */
     int wm;             /* kept candidates */
-    int wnk;            /* the walk's top-k prefix, or -1 */
     float wzp[WARPS];   /* the walk's top-k mass, by warp */
 };
 
@@ -781,15 +780,13 @@ struct wide_src {
  * this walk (H100).  The decision in sh.one and sh.cut; every thread calls
  * it. */
 __device__ __forceinline__ void wide_walk(resolve_smem &sh, const float *s, const float *w, int N,
-                                          int count, float m, float Z, const fs_filter_desc &fd)
+                                          int count, int32_t k, float m, float Z,
+                                          const fs_filter_desc &fd)
 {
     static_assert(WIDE <= 2 * THREADS, "two candidates a thread");
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int32_t k = fs_filter_top_k(&fd, count);
-    if (tid == 0)
-        sh.wnk = fs_filter_top_k_prefix(k, N, count, s);
-    __syncthreads();
-    const int nk = sh.wnk;
+    /* every thread the same, from the same scores */
+    const int nk = fs_filter_top_k_prefix(k, N, count, s);
     const int limit = nk >= 0 ? nk : N;
     const bool top_p = fd.top_p < 1.0f;
     /* top-k alone: nothing ends the walk before limit */
@@ -976,7 +973,7 @@ __device__ __noinline__ int wide_decide(float max_s, float sum_exp, int count,
     __syncthreads();
     if (tid == 0)
         sh.wm = 0;
-    wide_walk(sh, wsc, ww, N, count, max_s, sum_exp, fd);
+    wide_walk(sh, wsc, ww, N, count, k, max_s, sum_exp, fd);
     if (!sh.one)
         return 0;
     const fs_filter_cut cut = sh.cut;
@@ -1015,27 +1012,9 @@ __device__ __noinline__ int wide_decide(float max_s, float sum_exp, int count,
             v[sid[j] % FS_NOISE_BLOCK] = ssc[j];
         fs_record_push_block(&acc, &d, blk * FS_NOISE_BLOCK, FS_NOISE_BLOCK, v);
     }
-    /* merged over the block in a fixed order: warps, then warp 0 over them
-       (rolled: one copy of the merge's code) */
-#pragma unroll 1
-    for (int m = 16; m > 0; m >>= 1) {
-        const fs_record o = fs_record_shfl_xor(acc, m);
-        fs_record_merge(&acc, &o);
-    }
-    if (lane == 0)
-        wred[warp] = acc;
-    __syncthreads();
-    if (warp == 0) {
-        if (lane < WARPS)
-            acc = wred[lane];
-        else
-            fs_record_init(&acc);
-#pragma unroll 1
-        for (int m = WARPS / 2; m > 0; m >>= 1) {
-            const fs_record o = fs_record_shfl_xor(acc, m);
-            fs_record_merge(&acc, &o);
-        }
-    }
+    /* merged over the block in a fixed order (rolled: one copy of the
+       merge's code) */
+    acc = fs_record_block_reduce<true>(acc, wred);
     if (tid == 0)
         sh.red = acc;
     return 1;
