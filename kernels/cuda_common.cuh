@@ -366,14 +366,16 @@ cudaError_t fs_launch_scan(fs_context *ctx, const fs_op_args *a, fs_scan_args *s
  * merge itself (row_recs is then not written) and fs_launch_finalize must not
  * run.  filt (NULL: the op has no filters): filtered rows are resolved
  * (filter_resolve.cuh), the undecided ones handed to the second pass, which
- * then stores or finalizes them.  overlap: launch programmatically (sm_90+;
- * see pdl.cuh). */
+ * then stores or finalizes them -- in the same launch on one GPU
+ * (fs_launch_filter_merge, which reads the scan's arguments s), after the
+ * exchange on a sharded context (filt->sums non-NULL).  overlap: launch
+ * programmatically (sm_90+; see pdl.cuh). */
 struct fs_filter_ws;
 cudaError_t fs_launch_merge(const fs_op_args *a, const fs_record *tile_recs,
                             int64_t tiles_per_row, const fs_row_desc *descs,
                             const int32_t *pre_status, fs_record *row_recs, int finalize,
-                            const struct fs_filter_ws *filt, int force_second_pass, bool overlap,
-                            cudaStream_t stream);
+                            const struct fs_filter_ws *filt, int force_second_pass,
+                            const fs_scan_args *s, bool overlap, cudaStream_t stream);
 
 /* Per-op finalizer over merged records (merge_finalize.cu). */
 cudaError_t fs_launch_finalize(const fs_op_args *a, const fs_record *row_recs,

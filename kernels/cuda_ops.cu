@@ -184,34 +184,29 @@ fs_fallback_src fs_fallback_src_make(const fs_op_args *a)
 
 fs_status fs_launch_after_merge(fs_context *ctx, const fs_op_args *a, const fs_row_desc *descs,
                                 fs_filter_ws *filt, const fs_scan_args *s, fs_record *row_recs,
-                                void *tp_gather, int fin_op, const int32_t *pre_status,
-                                cudaStream_t stream, cudaError_t *e, const char **step)
+                                void *tp_gather, cudaStream_t stream, cudaError_t *e,
+                                const char **step)
 {
     const int ranks = fs_tp_ranks(ctx);
-    if (*e == cudaSuccess && ranks > 1) {
-        /* row_recs of this shard become the whole vocabulary's; the
-           filters' summaries travel with them */
-        const fs_status st =
-            fs_tp_exchange(ctx, row_recs, a->rows, tp_gather, filt ? filt->sums : nullptr,
-                           filt ? filt->sum_gather : nullptr, sizeof(fs_filter_summary), stream);
-        if (st != FS_OK)
-            return st;
-        if (filt) {
-            *step = "filter resolve";
-            *e = fs_launch_filter_tp_resolve(a, descs, row_recs, filt, ranks,
-                                             ctx->filter_force_second_pass, stream);
-        }
-    }
-    if (*e == cudaSuccess && filt) {
-        /* the rows the resolve could not decide from their candidates
-           (filter_gpu.cuh) */
-        const fs_fallback_src src = fs_fallback_src_make(a);
-        *step = "filter second pass";
-        if (ranks > 1)
-            return fs_tp_filter_second_pass(ctx, a, filt, s, &src, row_recs, tp_gather, stream);
-        *e = fs_launch_filter_fallback(a, filt, s, &src, row_recs, fin_op, pre_status, stream);
-    }
-    return FS_OK;
+    if (*e != cudaSuccess || ranks <= 1)
+        return FS_OK;
+    /* row_recs of this shard become the whole vocabulary's; the filters'
+       summaries travel with them */
+    const fs_status st =
+        fs_tp_exchange(ctx, row_recs, a->rows, tp_gather, filt ? filt->sums : nullptr,
+                       filt ? filt->sum_gather : nullptr, sizeof(fs_filter_summary), stream);
+    if (st != FS_OK || !filt)
+        return st;
+    *step = "filter resolve";
+    *e = fs_launch_filter_tp_resolve(a, descs, row_recs, filt, ranks,
+                                     ctx->filter_force_second_pass, stream);
+    if (*e != cudaSuccess)
+        return FS_OK;
+    /* the rows the resolve could not decide from their candidates
+       (filter_gpu.cuh) */
+    const fs_fallback_src src = fs_fallback_src_make(a);
+    *step = "filter second pass";
+    return fs_tp_filter_second_pass(ctx, a, filt, s, &src, row_recs, tp_gather, stream);
 }
 
 /* The Hopper scan `o` picks (tile or rows-as-M kernel) over rows [r0, r0 +
@@ -444,13 +439,11 @@ extern "C" fs_status fs_cuda_run(fs_context *ctx, const fs_op_args *a)
         step = "merge";
         e = fs_launch_merge(a, w.tile_recs, s.tiles_per_row, w.descs, w.pre_status, w.row_recs,
                             merge_finalizes, filters ? &w.filt : nullptr,
-                            ctx->filter_force_second_pass, ctx->cc_major >= 9, stream);
+                            ctx->filter_force_second_pass, &s, ctx->cc_major >= 9, stream);
     }
-    /* exchange and filters; the second pass finalizes its rows when the
-       merge finalizes the others */
+    /* sharded: the exchange, and the filters' resolve and second pass */
     st = fs_launch_after_merge(ctx, a, w.descs, filters ? &w.filt : nullptr, &s, w.row_recs,
-                               w.tp_gather, merge_finalizes ? (int)a->op : -1, w.pre_status,
-                               stream, &e, &step);
+                               w.tp_gather, stream, &e, &step);
     if (st != FS_OK) {
         fs_cuda_leave(prev_device);
         return st;

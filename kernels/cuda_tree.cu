@@ -153,7 +153,7 @@ extern "C" fs_status fs_cuda_tree_run(fs_context *ctx, const fs_tree_args *ta)
     if (e == cudaSuccess) {
         step = "merge";
         e = fs_launch_merge(a, w.tile_recs, s.tiles_per_row, w.descs, w.pre_status, w.row_recs,
-                            0, filters ? &w.filt : nullptr, ctx->filter_force_second_pass,
+                            0, filters ? &w.filt : nullptr, ctx->filter_force_second_pass, &s,
                             ctx->cc_major >= 9, stream);
     }
     /* exchange and filters: every rank issues the same collectives whatever
@@ -162,7 +162,7 @@ extern "C" fs_status fs_cuda_tree_run(fs_context *ctx, const fs_tree_args *ta)
        resolve handed over get their kept tree records (the fs_record part
        in row_recs, the kept children's scores in child_s) */
     st = fs_launch_after_merge(ctx, a, w.descs, filters ? &w.filt : nullptr, &s, w.row_recs,
-                               w.tp_gather, -1, w.pre_status, stream, &e, &step);
+                               w.tp_gather, stream, &e, &step);
     if (st != FS_OK) {
         fs_cuda_leave(prev_device);
         return st;

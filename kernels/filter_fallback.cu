@@ -3,13 +3,14 @@
  * thresholds over the row's whole vocabulary (filter_select.h, the same
  * digits and steps as the CPU backend), then the draw of the kept record.
  *
- * One cooperative launch: every block of the grid walks the vocabulary in
- * 128-token tiles (tile j of block b: j = b, b + grid, ...), recomputing the
- * handed-over rows' scores -- from the LM head and the hidden states for the
- * fused ops, from the logits for the *_logits ops -- and grid-wide
- * barriers separate the histogram passes, the select steps and the draw.
- * With no row handed over, every block returns at once: the op pays one
- * launch of a few microseconds for a pass it rarely needs.
+ * On one GPU it runs in the filtered merge's own cooperative launch
+ * (fs_filter_merge_kernel), after the rows' merge and resolve: every block
+ * of the grid walks the vocabulary in 128-token tiles (tile j of block b:
+ * j = b, b + grid, ...), recomputing the handed-over rows' scores -- from
+ * the LM head and the hidden states for the fused ops, from the logits for
+ * the *_logits ops -- and grid-wide barriers separate the histogram passes,
+ * the select steps and the draw.  With no row handed over, every block
+ * returns at once: the op pays no launch for a pass it rarely needs.
  *
  * Scores are recomputed by the same code in every pass -- tensor cores
  * (mma.sync) for 16-bit LM heads, an fp32 dot product in a fixed order
@@ -20,10 +21,17 @@
  * score buckets and guesses min-p's threshold, which is checked).  Masses are
  * fixed point (FS_FB_MASS_ONE) so the atomics that sum them are
  * order-independent. */
+/* fs_hd.h: the merge and the resolve that open fs_filter_merge_kernel run
+ * once per row per call, from cold code.  The second pass after them gets
+ * the block push's loops rolled too, and its kernel, which holds both, more
+ * spills (232 bytes against the second pass's own 48): calls with rows
+ * handed over take 5-13% longer (DESIGN "The second pass"). */
+#define FS_COLD_CODE 1
 #include <cooperative_groups.h>
 #include <cuda_fp16.h>
 
 #include "filter_gpu.cuh"
+#include "merge_row.cuh"
 #include "mma_sync.cuh"
 #include "op_tail.cuh"
 
@@ -1066,16 +1074,17 @@ bool vec_weights(const fs_fallback_src &src)
            (reinterpret_cast<uintptr_t>(src.hidden) & 15u) == 0;
 }
 
-__global__ void __launch_bounds__(THREADS, 2)
-    fs_filter_fallback_kernel(fs_op_args a, fs_filter_ws w, fs_scan_args s, fs_fallback_src src,
-                              fs_record *row_recs, int fin_op, const int32_t *pre_status,
-                              bool vec)
+/* The second pass over the rows handed over, by every block of a
+ * cooperative grid; with none, every block returns at once. */
+__device__ __forceinline__ void second_pass(Smem &sm, const fs_op_args &a, const fs_filter_ws &w,
+                                            const fs_scan_args &s, const fs_fallback_src &src,
+                                            fs_record *row_recs, int fin_op,
+                                            const int32_t *pre_status, bool vec)
 {
     const unsigned int n = *w.flag_n;
     if (n == 0)
         return; /* uniform: no barrier is reached */
     cg::grid_group grid = cg::this_grid();
-    __shared__ Smem sm;
     const int tid = threadIdx.x;
 
     /* histogram passes: pass 0 also finds each row's max, and histograms
@@ -1136,6 +1145,42 @@ __global__ void __launch_bounds__(THREADS, 2)
             continue;
         store_row(a, s, w.fb[fi].row, merge_draw(w, fi, gridDim.x), row_recs, fin_op, pre_status);
     }
+}
+
+/* The filtered merge on one GPU: block b merges and resolves row slot b
+ * (merge_row.cuh) when b < slots, a grid-wide barrier follows, then the
+ * second pass over the rows the resolve handed over, in the same launch.
+ * As two launches, the second pass cost every filtered call ~5 us for a
+ * grid that, in the common case, only found nothing to do.  More slots than
+ * blocks take the merge kernel first and this one with no slots: a loop over
+ * slots here let ptxas keep more of the merge live (198 registers against
+ * 128), which the bound of two blocks an SM turns into spills.  The second
+ * pass's shared memory is the resolve's, dynamic (fsf::shared_state). */
+template <bool TREE>
+__global__ void __launch_bounds__(THREADS, 2)
+    fs_filter_merge_kernel(fs_merge_io m, fs_op_args a, fs_filter_ws w, fs_scan_args s,
+                           fs_fallback_src src, int64_t slots, bool vec)
+{
+    static_assert(THREADS == FS_MERGE_THREADS, "merge_row: FS_MERGE_THREADS a block");
+    if (blockIdx.x < slots)
+        fs_merge_row<true, TREE>(m, w, blockIdx.x);
+    /* the blocks without a slot (and the warm-up's) have not waited for the
+       kernel before; the second pass reads what it wrote */
+    fs_pdl_wait();
+    cg::this_grid().sync(); /* every row resolved or handed over */
+    /* the resolve's shared memory (fsf::shared_state), reused */
+    extern __shared__ __align__(16) unsigned char fs_dyn_smem[];
+    second_pass(*reinterpret_cast<Smem *>(fs_dyn_smem), a, w, s, src, m.row_recs, m.fin_op,
+                m.pre_status, vec);
+}
+
+/* The filtered merge of more slots than fs_filter_merge_kernel has blocks:
+ * a block per slot; fs_filter_merge_kernel with no slots follows. */
+template <bool TREE>
+__global__ void __launch_bounds__(FS_MERGE_THREADS, 1)
+    fs_filter_merge_rows_kernel(fs_merge_io m, fs_filter_ws w)
+{
+    fs_merge_row<true, TREE>(m, w, blockIdx.x);
 }
 
 /* ---- the second pass on a sharded context --------------------------------
@@ -1248,6 +1293,22 @@ __global__ void fs_tp_fb_store_kernel(fs_filter_ws w, const fs_record *__restric
 
 } // namespace
 
+/* The filtered merge's dynamic shared memory: the resolve's, then the
+ * second pass's. */
+static size_t merge_smem_bytes()
+{
+    return sizeof(Smem) > sizeof(fsf::resolve_smem) ? sizeof(Smem) : sizeof(fsf::resolve_smem);
+}
+
+/* ... allowed past the default 48 KB a block on the current device, should
+ * either grow. */
+static cudaError_t filter_merge_smem(bool tree)
+{
+    const auto kernel = tree ? fs_filter_merge_kernel<true> : fs_filter_merge_kernel<false>;
+    return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)merge_smem_bytes());
+}
+
 /* Every block must be resident at once (grid-wide barriers): as many as
  * fit, up to 4 an SM -- one block of 256 threads per SM left the
  * load / barrier / FMA loop latency-bound (H100). */
@@ -1255,35 +1316,54 @@ int fs_filter_fallback_grid(int sm_count)
 {
     static int per_sm = 0;
     if (per_sm == 0) {
-        int n = 0;
-        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, fs_filter_fallback_kernel, THREADS,
-                                                          0) != cudaSuccess ||
-            n < 1) {
-            (void)cudaGetLastError();
-            n = 1;
+        int n = 4;
+        for (int tree = 0; tree < 2; ++tree) {
+            int k = 0;
+            if (filter_merge_smem(tree) != cudaSuccess ||
+                cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                    &k, tree ? fs_filter_merge_kernel<true> : fs_filter_merge_kernel<false>,
+                    THREADS, merge_smem_bytes()) != cudaSuccess) {
+                (void)cudaGetLastError();
+                k = 1;
+            }
+            n = k < n ? k : n;
         }
-        per_sm = n < 4 ? n : 4;
+        per_sm = n < 1 ? 1 : n;
     }
     return (sm_count > 0 ? sm_count : 1) * per_sm;
 }
 
-cudaError_t fs_launch_filter_fallback(const fs_op_args *a, const fs_filter_ws *w,
-                                      const fs_scan_args *s, const fs_fallback_src *src,
-                                      fs_record *row_recs, int fin_op,
-                                      const int32_t *pre_status, cudaStream_t stream)
+cudaError_t fs_launch_filter_merge(const fs_op_args *a, const fs_record *tile_recs,
+                                   int64_t tiles_per_row, const fs_row_desc *descs,
+                                   const int32_t *pre_status, fs_record *row_recs, int finalize,
+                                   const fs_filter_ws *w, int force_second_pass,
+                                   const fs_scan_args *s, bool overlap, cudaStream_t stream)
 {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)w->fb_grid);
-    cfg.blockDim = dim3(THREADS);
-    cfg.dynamicSmemBytes = 0;
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeCooperative;
-    attr[0].val.cooperative = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    cudaError_t e = cudaLaunchKernelEx(&cfg, fs_filter_fallback_kernel, *a, *w, *s, *src, row_recs,
-                                       fin_op, pre_status, vec_weights(*src));
+    const bool tree = w->tree_rows != nullptr;
+    cudaError_t e = filter_merge_smem(tree);
+    if (e != cudaSuccess)
+        return e;
+    const fs_merge_io m = fs_merge_io_make(a, tile_recs, tiles_per_row, descs, pre_status,
+                                           row_recs, finalize, w, force_second_pass);
+    /* the chain ops' warm-up slot (merge_row.cuh) */
+    int64_t slots = a->rows + (!tree && w->warm ? 1 : 0);
+    if (slots > w->fb_grid) {
+        /* more rows than co-resident blocks: a block per slot first */
+        fs_pdl_config mc(dim3((unsigned)slots), dim3(FS_MERGE_THREADS),
+                         sizeof(fsf::resolve_smem), stream, overlap);
+        e = cudaLaunchKernelEx(&mc.cfg, tree ? fs_filter_merge_rows_kernel<true>
+                                             : fs_filter_merge_rows_kernel<false>,
+                               m, *w);
+        if (e != cudaSuccess)
+            return e;
+        slots = 0;
+    }
+    const fs_fallback_src src = fs_fallback_src_make(a);
+    fs_pdl_config pc(dim3((unsigned)w->fb_grid), dim3(THREADS), merge_smem_bytes(), stream,
+                     overlap);
+    pc.cooperative();
+    const auto kernel = tree ? fs_filter_merge_kernel<true> : fs_filter_merge_kernel<false>;
+    e = cudaLaunchKernelEx(&pc.cfg, kernel, m, *a, *w, *s, src, slots, vec_weights(src));
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 

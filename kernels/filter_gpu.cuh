@@ -123,27 +123,29 @@ typedef struct fs_fallback_src {
  * logits (cuda_ops.cu). */
 fs_fallback_src fs_fallback_src_make(const fs_op_args *a);
 
-/* What every op does between its merge and its finalizer (cuda_ops.cu):
- * on a sharded context the exchange of the records -- and with filters the
- * shards' candidate summaries, then every rank's resolve -- and with
- * filters (filt non-NULL) the second pass over the rows handed over, on one
- * GPU or across the ranks (fin_op as for fs_launch_filter_fallback; sharded
- * contexts always store).  *e and *step: the first failed launch and its
- * name, left as they are when *e already holds an error; a failed
- * collective returns its status (reported with fs_fail). */
+/* What every op does between its merge and its finalizer on a sharded
+ * context (cuda_ops.cu): the exchange of the records, and with filters
+ * (filt non-NULL) the shards' candidate summaries, every rank's resolve and
+ * the second pass across the ranks.  Nothing on one GPU, where the merge
+ * resolves and runs the second pass (fs_launch_filter_merge).  *e and
+ * *step: the first failed launch and its name, left as they are when *e
+ * already holds an error; a failed collective returns its status (reported
+ * with fs_fail). */
 fs_status fs_launch_after_merge(fs_context *ctx, const fs_op_args *a, const fs_row_desc *descs,
                                 fs_filter_ws *filt, const fs_scan_args *s, fs_record *row_recs,
-                                void *tp_gather, int fin_op, const int32_t *pre_status,
-                                cudaStream_t stream, cudaError_t *e, const char **step);
+                                void *tp_gather, cudaStream_t stream, cudaError_t *e,
+                                const char **step);
 
-/* The exact second pass over the rows the merge kernel handed over (one
- * cooperative launch that returns at once when there are none).  fin_op
- * FS_OP_SAMPLE: each row is finalized into a's outputs (the merge finalized
- * the others); -1: its kept record is stored in row_recs. */
-cudaError_t fs_launch_filter_fallback(const fs_op_args *a, const fs_filter_ws *w,
-                                      const fs_scan_args *s, const fs_fallback_src *src,
-                                      fs_record *row_recs, int fin_op,
-                                      const int32_t *pre_status, cudaStream_t stream);
+/* The filtered merge on one GPU (fs_launch_merge's arguments; s: the
+ * scan's, for the second pass): every row merged and resolved, then, in the
+ * same cooperative launch, the exact second pass over the rows the resolve
+ * handed over, which finalizes them (finalize != 0, sample) or stores their
+ * kept records in row_recs. */
+cudaError_t fs_launch_filter_merge(const fs_op_args *a, const fs_record *tile_recs,
+                                   int64_t tiles_per_row, const fs_row_desc *descs,
+                                   const int32_t *pre_status, fs_record *row_recs, int finalize,
+                                   const fs_filter_ws *w, int force_second_pass,
+                                   const fs_scan_args *s, bool overlap, cudaStream_t stream);
 
 /* Sharded contexts: resolve the filtered rows after the exchange of records
  * and summaries (merge_finalize.cu). */

@@ -718,11 +718,16 @@ __device__ __forceinline__ void fs_filter_load_lists(const fs_cand_list *__restr
 }
 
 /* The block's shared state: one instance per kernel, whichever of the
- * functions below the kernel calls. */
+ * functions below the kernel calls, at the start of the kernel's dynamic
+ * shared memory -- every kernel that resolves is launched with at least
+ * sizeof(resolve_smem) of it.  Dynamic, so that the filtered merge's second
+ * pass (filter_fallback.cu) reuses the same bytes after its grid barrier:
+ * both static, the two blocks an SM it runs held 142 KB of shared memory
+ * instead of 92. */
 __device__ __forceinline__ resolve_smem &shared_state()
 {
-    __shared__ resolve_smem sh;
-    return sh;
+    extern __shared__ __align__(16) unsigned char fs_dyn_smem[];
+    return *reinterpret_cast<resolve_smem *>(fs_dyn_smem);
 }
 
 /* How many of a[0 .. c-1] (16-byte aligned, distinct) come before x: the
@@ -879,7 +884,7 @@ __device__ __forceinline__ void wide_walk(resolve_smem &sh, const float *s, cons
  * and 14 KB of shared memory of its own -- made every filtered call of 1-64
  * rows 1-4 us slower (H100, 151936 x 4096); this one costs them nothing
  * measurable.  Every thread calls it. */
-__device__ __noinline__ int wide_decide(float max_s, float sum_exp, int count,
+static __device__ __noinline__ int wide_decide(float max_s, float sum_exp, int count,
                                         const fs_cand_list *L, int64_t lists, uint32_t kd, int G,
                                         const fs_row_desc *dp, const fs_filter_desc *fdp)
 {
@@ -1176,7 +1181,7 @@ __device__ int fs_filter_resolve_row(int64_t row, const fs_record &rec, const fs
  * the shard outside the N scores <= lo).  The ranks exchange the summaries
  * and resolve with fs_filter_resolve_merged.  Every thread of the block
  * calls it. */
-__device__ void fs_filter_summarize_row(int64_t row, const fs_cand_list *__restrict__ cands,
+static __device__ void fs_filter_summarize_row(int64_t row, const fs_cand_list *__restrict__ cands,
                                         int64_t lists_per_row, const fs_cand_list (&mine)[PER],
                                         fs_filter_summary *out)
 {

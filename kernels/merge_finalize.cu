@@ -6,134 +6,50 @@
  * is a visible share of the call. */
 #define FS_COLD_CODE 1 /* fs_hd.h: these kernels run once per row per call, from cold code */
 #include "cuda_common.cuh"
-#include "filter_resolve.cuh"
-#include "op_tail.cuh"
-#include "pdl.cuh"
+#include "filter_gpu.cuh"
+#include "merge_row.cuh"
 
 #define FS_FINALIZE_THREADS 128
 
-/* One block per row.  Thread t merges tiles t, t + 256, ... in that order
- * (fs_merge_run), then the block
- * merges the threads' records in a fixed tree: the result, sum_exp's rounding
- * included, is the same on every run.  fin_op: -1 = only store the merged
- * record; FS_OP_SAMPLE / FS_OP_ARGMAX = finalize the row into the outputs.
- * A filtered row (filt.fdescs non-NULL, FS_ROWF_FILTER) is then resolved by
- * the block (filter_resolve.cuh): its kept record is what gets stored or
- * finalized, or the row is handed to the second pass, which ends it.
- * On a sharded context (filt.sums non-NULL) a filtered row is not resolved
- * here: its block writes the shard's fs_filter_summary and stores the
- * shard's record (fs_filter_tp_resolve_kernel resolves after the exchange).
- * FILT: the op has filters.  Only that instance holds the resolve, with its
- * registers and its 20+ KB of shared memory (1 KB without), so that ops
- * without filters keep the plain merge's blocks per SM at large row counts.
- * The bound of one block an SM lets ptxas give the resolve the registers it
- * needs: without it ptxas may hold the filtered instance to 80 registers
- * (3 blocks of 256 an SM) and spill.  TREE (with FILT only): tree verify's
- * rows, whose kept records go through the tree push and whose children's
- * scores filt.tree_child_s the resolve replaces (filter_resolve.cuh); its
- * own instance, so the chain ops' filtered merge carries none of it. */
+/* One block per row slot (merge_row.cuh: one more slot ahead of the rows
+ * for a filtered chain op's warm-up).  The bound of one block an SM lets
+ * ptxas give the resolve the registers it needs: without it ptxas may hold
+ * the filtered instance to 80 registers (3 blocks of 256 an SM) and spill.
+ * Only the FILT instance holds the resolve, so that ops without filters
+ * keep the plain merge's blocks per SM at large row counts; TREE has its
+ * own instance, so the chain ops' filtered merge carries none of the tree
+ * push.  On one GPU the filtered ops take fs_filter_merge_kernel
+ * (filter_fallback.cu) instead, which runs the second pass in the same
+ * launch; this one serves them on sharded contexts. */
 template <bool FILT, bool TREE>
 __global__ void __launch_bounds__(FS_MERGE_THREADS, 1)
-    fs_merge_kernel(const fs_record *__restrict__ tile_recs, int64_t tiles_per_row,
-                    const fs_row_desc *__restrict__ descs, fs_record *row_recs, int fin_op,
-                    const int32_t *__restrict__ pre_status, int32_t *out_tokens,
-                    float *out_values, int32_t *out_row_status, fs_filter_ws filt,
-                    int32_t *out_fallback, int force_second_pass)
+    fs_merge_kernel(fs_merge_io m, fs_filter_ws filt)
 {
-    __shared__ fs_record scratch[32];
-    __shared__ fs_record merged;
-    /* filt.warm: block 0 resolves a made-up row (fsf::warm_inputs) at once,
-       without waiting for the scan, and writes nothing.  The first SM to free
-       up near the scan's end takes it, and, its lists in registers, it runs
-       ahead of the rows' blocks, which first wait for the scan and load
-       their lists and records: it pulls the resolve's code into L2 before
-       they reach it.  That code, run once a call, is evicted from L2 by the
-       scan's weight stream, and cold it cost the resolve ~25 us a call
-       (DESIGN "On the GPU").  One code path serves both kinds of block: a
-       second call site would be a second copy of the code. */
-    const bool warm_grid = FILT && !TREE && filt.warm;
-    const bool warm = warm_grid && blockIdx.x == 0;
-    const int64_t row = (int64_t)blockIdx.x - (warm_grid ? 1 : 0);
-    if (!warm)
-        fs_pdl_wait(); /* launched while the scan may still run */
-    fs_probe_resolve_stamp(0);
-    fs_cand_list mine[fsf::PER];
-    fsf::warm_row wr;
-    if (warm)
-        wr = fsf::warm_inputs(mine);
-    const fs_row_desc d = warm ? wr.d : descs[row];
-    /* a row this block filters: exported (sharded contexts) or resolved */
-    const bool filt_row =
-        FILT && (d.flags & FS_ROWF_FILTER) && (warm || filt.sums || filt.fdescs);
-    if (filt_row && !warm)
-        fsf::fs_filter_load_lists(filt.cands, row, filt.lists_per_row, mine);
-    fs_record acc;
-    fs_record_init(&acc);
-    if ((d.flags & FS_ROWF_VALID) && !warm)
-        acc = fs_merge_run(tile_recs + row * tiles_per_row, tiles_per_row, threadIdx.x,
-                           FS_MERGE_THREADS);
-    acc = fs_record_block_reduce(acc, scratch);
-    if (warm)
-        acc = wr.rec;
-    fs_probe_resolve_stamp(1);
-    if (filt_row && filt.sums && !warm) {
-        /* a shard of a tensor-parallel context: export the row's candidates;
-           every rank resolves from all of them after the exchange */
-        fsf::fs_filter_summarize_row(row, filt.cands, filt.lists_per_row, mine, filt.sums + row);
-    } else if (filt_row) {
-        if (threadIdx.x == 0)
-            merged = acc;
-        __syncthreads();
-        const fs_record rec = merged;
-        if (fs_record_status(&rec) == FS_ROW_OK) { /* uniform */
-            const fs_filter_desc fd = warm ? wr.fd : filt.fdescs[row];
-            fs_record kept;
-            const fsf::tree_ctx tc = {TREE ? filt.tree_rows + row : nullptr,
-                                      TREE ? filt.tree_child_s + row * FS_TREE_MAX_CHILDREN
-                                           : nullptr};
-            const int one = fsf::fs_filter_resolve_row<TREE>(
-                warm ? 0 : row, rec, fd, d, filt.cands, warm ? fsf::WARM_LISTS : filt.lists_per_row,
-                mine, filt.fb, warm ? nullptr : filt.flag_n, out_fallback,
-                warm ? 0 : force_second_pass, filt.wide, warm ? nullptr : descs + row,
-                warm ? nullptr : filt.fdescs + row, &kept, tc);
-            if (warm)
-                return;
-            if (!one)
-                return; /* the second pass ends the row */
-            acc = kept;
-            fs_probe_resolve_print();
-        }
-    }
-    if (threadIdx.x != 0 || warm)
-        return;
-    if (fin_op >= 0)
-        fs_finalize_row(fin_op, acc, d, pre_status[row], row, out_tokens, out_values,
-                        out_row_status);
-    else
-        row_recs[row] = acc;
+    fs_merge_row<FILT, TREE>(m, filt, blockIdx.x);
 }
 
 cudaError_t fs_launch_merge(const fs_op_args *a, const fs_record *tile_recs,
                             int64_t tiles_per_row, const fs_row_desc *descs,
                             const int32_t *pre_status, fs_record *row_recs, int finalize,
-                            const fs_filter_ws *filt, int force_second_pass, bool overlap,
-                            cudaStream_t stream)
+                            const fs_filter_ws *filt, int force_second_pass,
+                            const fs_scan_args *s, bool overlap, cudaStream_t stream)
 {
-    const int fin_op = finalize && a->op != FS_OP_VERIFY ? (int)a->op : -1;
+    if (filt && !filt->sums)
+        return fs_launch_filter_merge(a, tile_recs, tiles_per_row, descs, pre_status, row_recs,
+                                      finalize, filt, force_second_pass, s, overlap, stream);
+    const fs_merge_io m = fs_merge_io_make(a, tile_recs, tiles_per_row, descs, pre_status,
+                                           row_recs, finalize, filt, force_second_pass);
     fs_filter_ws f = {};
     if (filt)
         f = *filt;
-    int32_t *out_fallback = filt && a->params ? a->params->out_filter_fallback : nullptr;
-    /* the filtered merge's warm-up block (fs_merge_kernel) */
+    /* the filtered merge's warm-up slot (merge_row.cuh) */
     const bool warm = filt && !filt->tree_rows && filt->warm;
-    fs_pdl_config pc(dim3((unsigned)(a->rows + (warm ? 1 : 0))), dim3(FS_MERGE_THREADS), 0,
-                     stream, overlap);
+    fs_pdl_config pc(dim3((unsigned)(a->rows + (warm ? 1 : 0))), dim3(FS_MERGE_THREADS),
+                     filt ? sizeof(fsf::resolve_smem) : 0, stream, overlap);
     const auto kernel = !filt                ? fs_merge_kernel<false, false>
                         : filt->tree_rows ? fs_merge_kernel<true, true>
                                           : fs_merge_kernel<true, false>;
-    cudaError_t e = cudaLaunchKernelEx(&pc.cfg, kernel, tile_recs, tiles_per_row, descs, row_recs,
-                                       fin_op, pre_status, a->out_tokens, a->out_values,
-                                       a->out_row_status, f, out_fallback, force_second_pass);
+    cudaError_t e = cudaLaunchKernelEx(&pc.cfg, kernel, m, f);
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 
@@ -181,7 +97,7 @@ cudaError_t fs_launch_filter_tp_resolve(const fs_op_args *a, const fs_row_desc *
     int32_t *out_fallback = a->params ? a->params->out_filter_fallback : nullptr;
     const auto kernel =
         filt->tree_rows ? fs_filter_tp_resolve_kernel<true> : fs_filter_tp_resolve_kernel<false>;
-    kernel<<<(unsigned)a->rows, FS_MERGE_THREADS, 0, stream>>>(
+    kernel<<<(unsigned)a->rows, FS_MERGE_THREADS, sizeof(fsf::resolve_smem), stream>>>(
         descs, row_recs, *filt, a->rows, ranks, out_fallback, force_second_pass);
     return cudaGetLastError();
 }

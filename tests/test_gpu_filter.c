@@ -321,6 +321,10 @@ static void test_agree(void **state)
         {"sample fused peaked (tile)", GT_SAMPLE, 1, 1, 4099, 64, 120},
         {"sample fused flat (tile)", GT_SAMPLE, 1, 0, 4099, 64, 48},
         {"sample fused peaked (> 160 rows)", GT_SAMPLE, 1, 1, 2053, 64, 200},
+        /* more rows than the filtered merge's co-resident blocks (2 an SM
+           on an H100): the rows merged by a launch of their own, then the
+           second pass */
+        {"sample fused flat (> 300 rows)", GT_SAMPLE, 1, 0, 2053, 64, 300},
         {"verify logits peaked", GT_VERIFY, 0, 1, 5003, 0, 48},
         {"verify fused peaked (tile)", GT_VERIFY, 1, 1, 4099, 64, 48},
         {"verify fused flat (tile)", GT_VERIFY, 1, 0, 4099, 64, 24},

@@ -1,0 +1,150 @@
+/* One row of the merge: its tile records merged into one record, a filtered
+ * row resolved (filter_resolve.cuh), then the record finalized or stored.
+ * The body of the merge kernel (merge_finalize.cu) and the first phase of
+ * the filtered merge (filter_fallback.cu), which runs the second pass in
+ * the same launch.  Include it only from translation units that define
+ * FS_COLD_CODE (fs_hd.h): it runs once per row per call, from cold code. */
+#ifndef FS_MERGE_ROW_CUH
+#define FS_MERGE_ROW_CUH
+
+#include "cuda_common.cuh"
+#include "filter_resolve.cuh"
+#include "op_tail.cuh"
+#include "pdl.cuh"
+
+/* What a merge block reads and writes besides the filters' workspace.
+ * fin_op: -1 = only store the merged record in row_recs; FS_OP_SAMPLE /
+ * FS_OP_ARGMAX = finalize the row into the outputs. */
+struct fs_merge_io {
+    const fs_record *tile_recs;
+    int64_t tiles_per_row;
+    const fs_row_desc *descs;
+    fs_record *row_recs;
+    int fin_op;
+    const int32_t *pre_status;
+    int32_t *out_tokens;
+    float *out_values;
+    int32_t *out_row_status;
+    int32_t *out_fallback;
+    int force_second_pass;
+};
+
+/* A merge of op a (fs_launch_merge's arguments). */
+static inline fs_merge_io fs_merge_io_make(const fs_op_args *a, const fs_record *tile_recs,
+                                           int64_t tiles_per_row, const fs_row_desc *descs,
+                                           const int32_t *pre_status, fs_record *row_recs,
+                                           int finalize, const fs_filter_ws *filt,
+                                           int force_second_pass)
+{
+    fs_merge_io m = {};
+    m.tile_recs = tile_recs;
+    m.tiles_per_row = tiles_per_row;
+    m.descs = descs;
+    m.row_recs = row_recs;
+    m.fin_op = finalize && a->op != FS_OP_VERIFY ? (int)a->op : -1;
+    m.pre_status = pre_status;
+    m.out_tokens = a->out_tokens;
+    m.out_values = a->out_values;
+    m.out_row_status = a->out_row_status;
+    m.out_fallback = filt && a->params ? a->params->out_filter_fallback : nullptr;
+    m.force_second_pass = force_second_pass;
+    return m;
+}
+
+/* Row slot `slot` of a merge grid (FS_MERGE_THREADS threads).  Its threads
+ * merge tiles t, t + 256, ... in that order (fs_merge_run), then the block
+ * merges the threads' records in a fixed tree: the result, sum_exp's
+ * rounding included, is the same on every run.  A filtered row
+ * (filt.fdescs non-NULL, FS_ROWF_FILTER) is then resolved by the block: its
+ * kept record is what gets stored or finalized, or the row is handed to the
+ * second pass, which ends it.  On a sharded context (filt.sums non-NULL) a
+ * filtered row is not resolved here: its block writes the shard's
+ * fs_filter_summary and stores the shard's record (fs_filter_tp_resolve_kernel
+ * resolves after the exchange).
+ *
+ * FILT: the op has filters; only that instance holds the resolve, with its
+ * registers and its ~25 KB of (dynamic) shared memory.  TREE (with FILT only): tree
+ * verify's rows, whose kept records go through the tree push and whose
+ * children's scores filt.tree_child_s the resolve replaces.
+ *
+ * filt.warm (chain rows): slot 0 resolves a made-up row (fsf::warm_inputs) at
+ * once, without waiting for the scan, and writes nothing; row r is slot r + 1.
+ * The first SM to free up near the scan's end takes it, and, its lists in
+ * registers, it runs ahead of the rows' blocks, which first wait for the scan
+ * and load their lists and records: it pulls the resolve's code into L2
+ * before they reach it.  That code, run once a call, is evicted from L2 by
+ * the scan's weight stream, and cold it cost the resolve ~25 us a call
+ * (DESIGN "On the GPU").  One code path serves both kinds of slot: a second
+ * call site would be a second copy of the code.
+ *
+ * Every thread returns; a caller that runs another slot in the same block
+ * must put a barrier in between (the shared records are reused). */
+template <bool FILT, bool TREE>
+__device__ __forceinline__ void fs_merge_row(const fs_merge_io &m, const fs_filter_ws &filt,
+                                             int64_t slot)
+{
+    __shared__ fs_record scratch[32];
+    __shared__ fs_record merged;
+    const bool warm_grid = FILT && !TREE && filt.warm;
+    const bool warm = warm_grid && slot == 0;
+    const int64_t row = slot - (warm_grid ? 1 : 0);
+    if (!warm)
+        fs_pdl_wait(); /* launched while the scan may still run */
+    fs_probe_resolve_stamp(0);
+    fs_cand_list mine[fsf::PER];
+    fsf::warm_row wr;
+    if (warm)
+        wr = fsf::warm_inputs(mine);
+    const fs_row_desc d = warm ? wr.d : m.descs[row];
+    /* a row this block filters: exported (sharded contexts) or resolved */
+    const bool filt_row =
+        FILT && (d.flags & FS_ROWF_FILTER) && (warm || filt.sums || filt.fdescs);
+    if (filt_row && !warm)
+        fsf::fs_filter_load_lists(filt.cands, row, filt.lists_per_row, mine);
+    fs_record acc;
+    fs_record_init(&acc);
+    if ((d.flags & FS_ROWF_VALID) && !warm)
+        acc = fs_merge_run(m.tile_recs + row * m.tiles_per_row, m.tiles_per_row, threadIdx.x,
+                           FS_MERGE_THREADS);
+    acc = fs_record_block_reduce(acc, scratch);
+    if (warm)
+        acc = wr.rec;
+    fs_probe_resolve_stamp(1);
+    if (filt_row && filt.sums && !warm) {
+        /* a shard of a tensor-parallel context: export the row's candidates;
+           every rank resolves from all of them after the exchange */
+        fsf::fs_filter_summarize_row(row, filt.cands, filt.lists_per_row, mine, filt.sums + row);
+    } else if (filt_row) {
+        if (threadIdx.x == 0)
+            merged = acc;
+        __syncthreads();
+        const fs_record rec = merged;
+        if (fs_record_status(&rec) == FS_ROW_OK) { /* uniform */
+            const fs_filter_desc fd = warm ? wr.fd : filt.fdescs[row];
+            fs_record kept;
+            const fsf::tree_ctx tc = {TREE ? filt.tree_rows + row : nullptr,
+                                      TREE ? filt.tree_child_s + row * FS_TREE_MAX_CHILDREN
+                                           : nullptr};
+            const int one = fsf::fs_filter_resolve_row<TREE>(
+                warm ? 0 : row, rec, fd, d, filt.cands, warm ? fsf::WARM_LISTS : filt.lists_per_row,
+                mine, filt.fb, warm ? nullptr : filt.flag_n, m.out_fallback,
+                warm ? 0 : m.force_second_pass, filt.wide, warm ? nullptr : m.descs + row,
+                warm ? nullptr : filt.fdescs + row, &kept, tc);
+            if (warm)
+                return;
+            if (!one)
+                return; /* the second pass ends the row */
+            acc = kept;
+            fs_probe_resolve_print();
+        }
+    }
+    if (threadIdx.x != 0 || warm)
+        return;
+    if (m.fin_op >= 0)
+        fs_finalize_row(m.fin_op, acc, d, m.pre_status[row], row, m.out_tokens, m.out_values,
+                        m.out_row_status);
+    else
+        m.row_recs[row] = acc;
+}
+
+#endif
