@@ -2,7 +2,11 @@
  * stream under global-mode capture (which rejects any synchronising or
  * allocating call), replayed, and compared bit for bit with direct calls;
  * then the per-request seeds are changed in place and the replay follows
- * them, as a decode loop's graph would. */
+ * them, as a decode loop's graph would.  Again with top-k / top-p / min-p
+ * (the filtered merge is a cooperative, programmatic launch that runs the
+ * second pass when a row needs it), also with every filtered row forced
+ * into the second pass: tokens, statuses, logprobs and second-pass counts. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include "gpu_util.h"
 
 #ifdef FS_HAVE_CUDA
@@ -51,6 +55,25 @@ static void bufs_expect_equal(const bufs *a, const bufs *b, const char *what)
     }
 }
 
+/* verify's second-pass counts, equal between the direct call and the
+ * replay; forced (every filtered row handed over): some request counts any. */
+static void fb_expect_equal(const int32_t *d_direct, const int32_t *d_replay, int forced)
+{
+    int32_t a[R], b[R];
+    gt_down(a, d_direct, sizeof a);
+    gt_down(b, d_replay, sizeof b);
+    int any = 0;
+    for (int r = 0; r < R; ++r) {
+        if (a[r] != b[r])
+            fail_msg("verify: request %d: %d second-pass rows replayed, %d direct", r, b[r], a[r]);
+        if (a[r] < 0 || a[r] > MAXD + 1)
+            fail_msg("verify: request %d: %d second-pass rows", r, a[r]);
+        any |= a[r] > 0;
+    }
+    if (forced && !any)
+        fail_msg("verify: the forced second pass counted no row");
+}
+
 /* The three ops of one decode step. */
 typedef struct step {
     fs_lm_head head;
@@ -61,20 +84,34 @@ typedef struct step {
     size_t ws_bytes;
 } step;
 
-static void enqueue(fs_context *ctx, const step *s, bufs *o_sample, bufs *o_verify, bufs *o_logits)
+/* With filters, each op's second-pass counts go to its own buffer's nem
+ * (verify's nem holds its emitted counts, so its counts go to fb). */
+static void enqueue(fs_context *ctx, const step *s, bufs *o_sample, bufs *o_verify, bufs *o_logits,
+                    int32_t *verify_fb)
 {
-    GT_FS(ctx, fs_sample(ctx, &s->head, s->hidden, ROWS, &s->p, s->ws, s->ws_bytes, o_sample->tok,
+    fs_sampling p = s->p;
+    if (p.top_k)
+        p.out_filter_fallback = o_sample->nem;
+    GT_FS(ctx, fs_sample(ctx, &s->head, s->hidden, ROWS, &p, s->ws, s->ws_bytes, o_sample->tok,
                          o_sample->val, o_sample->st));
-    GT_FS(ctx, fs_verify(ctx, &s->head, s->hidden, &s->d, &s->p, s->ws, s->ws_bytes,
+    if (p.top_k)
+        p.out_filter_fallback = verify_fb;
+    GT_FS(ctx, fs_verify(ctx, &s->head, s->hidden, &s->d, &p, s->ws, s->ws_bytes,
                          o_verify->tok, o_verify->nem, o_verify->val, o_verify->st));
-    GT_FS(ctx, fs_sample_logits(ctx, s->logits, FS_DTYPE_F32, ROWS, V, &s->p, s->ws,
+    if (p.top_k)
+        p.out_filter_fallback = o_logits->nem;
+    GT_FS(ctx, fs_sample_logits(ctx, s->logits, FS_DTYPE_F32, ROWS, V, &p, s->ws,
                                 s->ws_bytes, o_logits->tok, o_logits->val, o_logits->st));
 }
 
-static void test_graph_capture(void **state)
+/* filters: 0 none, 1 top-k / top-p / min-p per request, 2 the same with
+ * every filtered row forced into the second pass. */
+static void run_graph_capture(int filters)
 {
-    (void)state;
+    if (filters == 2)
+        setenv("FLASHSPEC_FILTER_SECOND_PASS", "1", 1);
     fs_context *ctx = gt_gpu_ctx();
+    unsetenv("FLASHSPEC_FILTER_SECOND_PASS");
     cudaStream_t stream;
     GT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     GT_FS(ctx, fs_context_set_stream(ctx, stream));
@@ -108,6 +145,22 @@ static void test_graph_capture(void **state)
                         gt_dup(bias, sizeof(float) * ROWS * V),
                         gt_dup(allowed, sizeof(uint32_t) * ROWS * (size_t)fst_mask_words(V))};
     s.d = (fs_drafts){R, 17, MAXD, gt_dup(drafts, sizeof drafts), gt_dup(offsets, sizeof offsets)};
+    if (filters) {
+        /* per request: k 0 / 1 / 20 / 300, top-p 1 / 0.9 / 0.5, min-p 0 /
+           0.05 -- nuclei of a few to hundreds of tokens */
+        int32_t k[ROWS];
+        float tp[ROWS], mp[ROWS];
+        for (int r = 0; r < ROWS; ++r) {
+            static const int32_t K[4] = {0, 1, 20, 300};
+            static const float P[3] = {1.0f, 0.9f, 0.5f};
+            k[r] = K[r % 4];
+            tp[r] = P[r % 3];
+            mp[r] = r % 5 == 0 ? 0.05f : 0.0f;
+        }
+        s.p.top_k = gt_dup(k, sizeof k);
+        s.p.top_p = gt_dup(tp, sizeof tp);
+        s.p.min_p = gt_dup(mp, sizeof mp);
+    }
     size_t a = 0, b = 0;
     GT_FS(ctx, fs_sample_workspace_size(ctx, ROWS, V, &a));
     GT_FS(ctx, fs_verify_workspace_size(ctx, R, 17, V, &b));
@@ -121,32 +174,39 @@ static void test_graph_capture(void **state)
         bufs_poison(&direct[i], stream);
         bufs_poison(&replay[i], stream);
     }
+    int32_t *fb_direct = gt_dmalloc(sizeof(int32_t) * R), *fb_replay = gt_dmalloc(sizeof(int32_t) * R);
+    GT_CUDA(cudaMemsetAsync(fb_direct, 0xEE, sizeof(int32_t) * R, stream));
     GT_CUDA(cudaStreamSynchronize(stream));
 
     /* direct */
-    enqueue(ctx, &s, &direct[0], &direct[1], &direct[2]);
+    enqueue(ctx, &s, &direct[0], &direct[1], &direct[2], fb_direct);
     GT_CUDA(cudaStreamSynchronize(stream));
 
     /* capture */
     cudaGraph_t graph;
     cudaGraphExec_t exec;
     GT_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-    enqueue(ctx, &s, &replay[0], &replay[1], &replay[2]);
+    enqueue(ctx, &s, &replay[0], &replay[1], &replay[2], fb_replay);
     GT_CUDA(cudaStreamEndCapture(stream, &graph));
     GT_CUDA(cudaGraphInstantiate(&exec, graph, 0));
     size_t nodes = 0;
     GT_CUDA(cudaGraphGetNodes(graph, NULL, &nodes));
-    printf("captured graph: %zu nodes for sample + verify + sample_logits\n", nodes);
+    printf("captured graph (%s): %zu nodes for sample + verify + sample_logits\n",
+           filters == 0 ? "no filters" : filters == 1 ? "filters" : "filters, second pass forced",
+           nodes);
     assert_true(nodes > 0);
 
     for (int rep = 0; rep < 3; ++rep) {
         for (int i = 0; i < 3; ++i)
             bufs_poison(&replay[i], stream);
+        GT_CUDA(cudaMemsetAsync(fb_replay, 0xEE, sizeof(int32_t) * R, stream));
         GT_CUDA(cudaGraphLaunch(exec, stream));
         GT_CUDA(cudaStreamSynchronize(stream));
         bufs_expect_equal(&direct[0], &replay[0], "sample");
         bufs_expect_equal(&direct[1], &replay[1], "verify");
         bufs_expect_equal(&direct[2], &replay[2], "sample_logits");
+        if (filters)
+            fb_expect_equal(fb_direct, fb_replay, filters == 2 ? 1 : 0);
     }
 
     /* new seeds in place: the replay follows the device arrays */
@@ -154,11 +214,18 @@ static void test_graph_capture(void **state)
     for (int i = 0; i < 3; ++i)
         bufs_poison(&replay[i], stream);
     GT_CUDA(cudaGraphLaunch(exec, stream));
-    enqueue(ctx, &s, &direct[0], &direct[1], &direct[2]);
+    enqueue(ctx, &s, &direct[0], &direct[1], &direct[2], fb_direct);
     GT_CUDA(cudaStreamSynchronize(stream));
     bufs_expect_equal(&direct[0], &replay[0], "sample, new seeds");
     bufs_expect_equal(&direct[1], &replay[1], "verify, new seeds");
     bufs_expect_equal(&direct[2], &replay[2], "sample_logits, new seeds");
+    if (filters)
+        fb_expect_equal(fb_direct, fb_replay, filters == 2 ? 1 : 0);
+    gt_dfree(fb_direct);
+    gt_dfree(fb_replay);
+    gt_dfree((void *)s.p.top_k);
+    gt_dfree((void *)s.p.top_p);
+    gt_dfree((void *)s.p.min_p);
 
     GT_CUDA(cudaGraphExecDestroy(exec));
     GT_CUDA(cudaGraphDestroy(graph));
@@ -187,10 +254,24 @@ static void test_graph_capture(void **state)
     free(allowed);
 }
 
+static void test_graph_capture(void **state)
+{
+    (void)state;
+    run_graph_capture(0);
+}
+
+static void test_graph_capture_filters(void **state)
+{
+    (void)state;
+    run_graph_capture(1);
+    run_graph_capture(2);
+}
+
 int main(void)
 {
     GT_SKIP_WITHOUT_GPU("test_gpu_graph");
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_graph_capture)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_graph_capture),
+                                       cmocka_unit_test(test_graph_capture_filters)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
 
