@@ -1174,8 +1174,12 @@ __global__ void __launch_bounds__(THREADS, 2)
                 m.pre_status, vec);
 }
 
-/* The filtered merge of more slots than fs_filter_merge_kernel has blocks:
- * a block per slot; fs_filter_merge_kernel with no slots follows. */
+/* The filtered merge a block per row slot: on a sharded context (each
+ * row's record stored and its candidates exported, merge_row.cuh), and on
+ * one GPU for more slots than fs_filter_merge_kernel has blocks, which then
+ * follows with no slots.  The bound of one block an SM lets ptxas give the
+ * resolve the registers it needs (without it ptxas may hold it to 80 and
+ * spill). */
 template <bool TREE>
 __global__ void __launch_bounds__(FS_MERGE_THREADS, 1)
     fs_filter_merge_rows_kernel(fs_merge_io m, fs_filter_ws w)
@@ -1345,17 +1349,18 @@ cudaError_t fs_launch_filter_merge(const fs_op_args *a, const fs_record *tile_re
         return e;
     const fs_merge_io m = fs_merge_io_make(a, tile_recs, tiles_per_row, descs, pre_status,
                                            row_recs, finalize, w, force_second_pass);
-    /* the chain ops' warm-up slot (merge_row.cuh) */
+    /* the chain ops' warm-up slot (merge_row.cuh; not on sharded contexts,
+       whose resolve and second pass come after the exchange) */
     int64_t slots = a->rows + (!tree && w->warm ? 1 : 0);
-    if (slots > w->fb_grid) {
+    if (slots > w->fb_grid || w->sums) {
         /* more rows than co-resident blocks: a block per slot first */
         fs_pdl_config mc(dim3((unsigned)slots), dim3(FS_MERGE_THREADS),
                          sizeof(fsf::resolve_smem), stream, overlap);
         e = cudaLaunchKernelEx(&mc.cfg, tree ? fs_filter_merge_rows_kernel<true>
                                              : fs_filter_merge_rows_kernel<false>,
                                m, *w);
-        if (e != cudaSuccess)
-            return e;
+        if (e != cudaSuccess || w->sums)
+            return e != cudaSuccess ? e : cudaGetLastError();
         slots = 0;
     }
     const fs_fallback_src src = fs_fallback_src_make(a);

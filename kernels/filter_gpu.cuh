@@ -136,11 +136,12 @@ fs_status fs_launch_after_merge(fs_context *ctx, const fs_op_args *a, const fs_r
                                 void *tp_gather, cudaStream_t stream, cudaError_t *e,
                                 const char **step);
 
-/* The filtered merge on one GPU (fs_launch_merge's arguments; s: the
- * scan's, for the second pass): every row merged and resolved, then, in the
+/* The filtered merge (fs_launch_merge's arguments; s: the scan's, for the
+ * second pass).  On one GPU every row merged and resolved, then, in the
  * same cooperative launch, the exact second pass over the rows the resolve
  * handed over, which finalizes them (finalize != 0, sample) or stores their
- * kept records in row_recs. */
+ * kept records in row_recs.  On a sharded context (w->sums) every row's
+ * record stored and its candidates exported, for the exchange. */
 cudaError_t fs_launch_filter_merge(const fs_op_args *a, const fs_record *tile_recs,
                                    int64_t tiles_per_row, const fs_row_desc *descs,
                                    const int32_t *pre_status, fs_record *row_recs, int finalize,

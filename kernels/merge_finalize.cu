@@ -11,21 +11,13 @@
 
 #define FS_FINALIZE_THREADS 128
 
-/* One block per row slot (merge_row.cuh: one more slot ahead of the rows
- * for a filtered chain op's warm-up).  The bound of one block an SM lets
- * ptxas give the resolve the registers it needs: without it ptxas may hold
- * the filtered instance to 80 registers (3 blocks of 256 an SM) and spill.
- * Only the FILT instance holds the resolve, so that ops without filters
- * keep the plain merge's blocks per SM at large row counts; TREE has its
- * own instance, so the chain ops' filtered merge carries none of the tree
- * push.  On one GPU the filtered ops take fs_filter_merge_kernel
- * (filter_fallback.cu) instead, which runs the second pass in the same
- * launch; this one serves them on sharded contexts. */
-template <bool FILT, bool TREE>
-__global__ void __launch_bounds__(FS_MERGE_THREADS, 1)
-    fs_merge_kernel(fs_merge_io m, fs_filter_ws filt)
+/* One block per row (merge_row.cuh), ops without filters: 1 KB of shared
+ * memory, so that they keep several blocks an SM at large row counts.  The
+ * filtered ops merge in filter_fallback.cu (fs_launch_filter_merge), where
+ * on one GPU the second pass shares the launch. */
+__global__ void __launch_bounds__(FS_MERGE_THREADS, 1) fs_merge_kernel(fs_merge_io m)
 {
-    fs_merge_row<FILT, TREE>(m, filt, blockIdx.x);
+    fs_merge_row<false, false>(m, fs_filter_ws{}, blockIdx.x);
 }
 
 cudaError_t fs_launch_merge(const fs_op_args *a, const fs_record *tile_recs,
@@ -34,22 +26,13 @@ cudaError_t fs_launch_merge(const fs_op_args *a, const fs_record *tile_recs,
                             const fs_filter_ws *filt, int force_second_pass,
                             const fs_scan_args *s, bool overlap, cudaStream_t stream)
 {
-    if (filt && !filt->sums)
+    if (filt)
         return fs_launch_filter_merge(a, tile_recs, tiles_per_row, descs, pre_status, row_recs,
                                       finalize, filt, force_second_pass, s, overlap, stream);
     const fs_merge_io m = fs_merge_io_make(a, tile_recs, tiles_per_row, descs, pre_status,
-                                           row_recs, finalize, filt, force_second_pass);
-    fs_filter_ws f = {};
-    if (filt)
-        f = *filt;
-    /* the filtered merge's warm-up slot (merge_row.cuh) */
-    const bool warm = filt && !filt->tree_rows && filt->warm;
-    fs_pdl_config pc(dim3((unsigned)(a->rows + (warm ? 1 : 0))), dim3(FS_MERGE_THREADS),
-                     filt ? sizeof(fsf::resolve_smem) : 0, stream, overlap);
-    const auto kernel = !filt                ? fs_merge_kernel<false, false>
-                        : filt->tree_rows ? fs_merge_kernel<true, true>
-                                          : fs_merge_kernel<true, false>;
-    cudaError_t e = cudaLaunchKernelEx(&pc.cfg, kernel, m, f);
+                                           row_recs, finalize, nullptr, force_second_pass);
+    fs_pdl_config pc(dim3((unsigned)a->rows), dim3(FS_MERGE_THREADS), 0, stream, overlap);
+    cudaError_t e = cudaLaunchKernelEx(&pc.cfg, fs_merge_kernel, m);
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 
