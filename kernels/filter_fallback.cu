@@ -25,7 +25,7 @@
  * once per row per call, from cold code.  The second pass after them gets
  * the block push's loops rolled too, and its kernel, which holds both, more
  * spills (232 bytes against the second pass's own 48): calls with rows
- * handed over take 5-13% longer (DESIGN "The second pass"). */
+ * handed over take 5-13% longer (DESIGN "Sampling filters", "On the GPU"). */
 #define FS_COLD_CODE 1
 #include <cooperative_groups.h>
 #include <cuda_fp16.h>
@@ -1150,9 +1150,10 @@ __device__ __forceinline__ void second_pass(Smem &sm, const fs_op_args &a, const
 /* The filtered merge on one GPU: block b merges and resolves row slot b
  * (merge_row.cuh) when b < slots, a grid-wide barrier follows, then the
  * second pass over the rows the resolve handed over, in the same launch.
- * As two launches, the second pass cost every filtered call ~5 us for a
- * grid that, in the common case, only found nothing to do.  More slots than
- * blocks take the merge kernel first and this one with no slots: a loop over
+ * As two launches, every filtered call paid for a second-pass grid that,
+ * in the common case, found nothing to do: 9-13 us a call on an H100, 3.5-5
+ * of them the launch itself.  More slots than blocks take
+ * fs_filter_merge_rows_kernel first and this one with no slots: a loop over
  * slots here let ptxas keep more of the merge live (198 registers against
  * 128), which the bound of two blocks an SM turns into spills.  The second
  * pass's shared memory is the resolve's, dynamic (fsf::shared_state). */
@@ -1353,7 +1354,8 @@ cudaError_t fs_launch_filter_merge(const fs_op_args *a, const fs_record *tile_re
        whose resolve and second pass come after the exchange) */
     int64_t slots = a->rows + (!tree && w->warm ? 1 : 0);
     if (slots > w->fb_grid || w->sums) {
-        /* more rows than co-resident blocks: a block per slot first */
+        /* more rows than co-resident blocks: a block per slot first (a
+           sharded context: only that) */
         fs_pdl_config mc(dim3((unsigned)slots), dim3(FS_MERGE_THREADS),
                          sizeof(fsf::resolve_smem), stream, overlap);
         e = cudaLaunchKernelEx(&mc.cfg, tree ? fs_filter_merge_rows_kernel<true>
