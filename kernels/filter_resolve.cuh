@@ -1005,17 +1005,12 @@ static __device__ __noinline__ int wide_decide(float max_s, float sum_exp, int c
     fs_record_init(&acc);
 #pragma unroll 1
     for (int q = tid; q < M; q += THREADS) {
-        const int32_t blk = sid[q] / FS_NOISE_BLOCK;
-        if (q > 0 && sid[q - 1] / FS_NOISE_BLOCK == blk)
+        if (q > 0 && sid[q - 1] / FS_NOISE_BLOCK == sid[q] / FS_NOISE_BLOCK)
             continue; /* not the block's first kept candidate */
         float v[FS_NOISE_BLOCK];
-#pragma unroll 1
-        for (int t = 0; t < FS_NOISE_BLOCK; ++t)
-            v[t] = -INFINITY;
-#pragma unroll 1
-        for (int j = q; j < M && sid[j] / FS_NOISE_BLOCK == blk; ++j)
-            v[sid[j] % FS_NOISE_BLOCK] = ssc[j];
-        fs_record_push_block(&acc, &d, blk * FS_NOISE_BLOCK, FS_NOISE_BLOCK, v);
+        int at = q;
+        const int32_t id0 = fs_filter_kept_block(sid, ssc, M, &at, v);
+        fs_record_push_block(&acc, &d, id0, FS_NOISE_BLOCK, v);
     }
     /* merged over the block in a fixed order (rolled: one copy of the
        merge's code) */
