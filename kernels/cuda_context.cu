@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "cuda_common.cuh"
+#include "filter_gpu.cuh"
 
 #define FS_MAX_DEVICES 64
 
@@ -26,6 +27,8 @@ cudaError_t fs_cuda_configure_current(int device)
     if (device >= 0 && device < FS_MAX_DEVICES && g_configured[device])
         return cudaSuccess;
     cudaError_t e = fs_scan_mma_configure();
+    if (e == cudaSuccess)
+        e = fs_filter_merge_configure();
     if (e == cudaSuccess && device >= 0 && device < FS_MAX_DEVICES)
         g_configured[device] = 1;
     return e;

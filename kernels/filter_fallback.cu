@@ -1314,6 +1314,12 @@ static cudaError_t filter_merge_smem(bool tree)
                                 (int)merge_smem_bytes());
 }
 
+cudaError_t fs_filter_merge_configure(void)
+{
+    cudaError_t e = filter_merge_smem(false);
+    return e != cudaSuccess ? e : filter_merge_smem(true);
+}
+
 /* Every block must be resident at once (grid-wide barriers): as many as
  * fit, up to 4 an SM -- one block of 256 threads per SM left the
  * load / barrier / FMA loop latency-bound (H100). */
@@ -1345,9 +1351,7 @@ cudaError_t fs_launch_filter_merge(const fs_op_args *a, const fs_record *tile_re
                                    const fs_scan_args *s, bool overlap, cudaStream_t stream)
 {
     const bool tree = w->tree_rows != nullptr;
-    cudaError_t e = filter_merge_smem(tree);
-    if (e != cudaSuccess)
-        return e;
+    cudaError_t e = cudaSuccess;
     const fs_merge_io m = fs_merge_io_make(a, tile_recs, tiles_per_row, descs, pre_status,
                                            row_recs, finalize, w, force_second_pass);
     /* the chain ops' warm-up slot (merge_row.cuh; not on sharded contexts,

@@ -180,4 +180,8 @@ cudaError_t fs_launch_tp_fb_store(const fs_filter_ws *w, const fs_record *gather
 /* Blocks of the second pass that fit on the device at once. */
 int fs_filter_fallback_grid(int sm_count);
 
+/* The filtered merge kernels' dynamic shared-memory limit on the current
+ * device (fs_cuda_configure_current, once per device). */
+cudaError_t fs_filter_merge_configure(void);
+
 #endif
