@@ -1,9 +1,10 @@
 /* Timing probe of the filters' resolve, compiled out unless the build
  * defines FS_PROBE_RESOLVE=1 (e.g. -DCMAKE_CUDA_FLAGS=-DFS_PROBE_RESOLVE=1).
- * Thread 0 of the merge kernel's last block (a row's: block 0 may be the
- * warm-up's, merge_finalize.cu) stamps clock64() when its row starts and
- * after each step of the resolve (filter_resolve.cuh's header
- * numbers them) and prints one line a launch at its end:
+ * Thread 0 of the merge kernel's block FS_PROBE_RESOLVE_BLOCK (default 1:
+ * row 0 when block 0 is the warm-up slot, as by default on one GPU; row 1
+ * without it -- merge_row.cuh) stamps clock64() when its row starts and
+ * after each step of the resolve (filter_resolve.cuh's header numbers them)
+ * and prints one line a launch at its end, R the launch's grid size:
  *   FS_PROBE_RESOLVE rows=R G=G merge=.. bounds=.. stage=.. radix=.. rank=..
  *       decide=.. kept=.. (SM cycles: the record merge, steps 1, 2, 3's
  *       radix rounds, 3's gather and rank, 4 with its barrier, 5)
@@ -17,6 +18,11 @@
 #ifndef FS_PROBE_RESOLVE
 #define FS_PROBE_RESOLVE 0
 #endif
+/* Not the grid's last block: the filtered merge kernel's grid is its
+   co-resident blocks, more than the rows' slots. */
+#ifndef FS_PROBE_RESOLVE_BLOCK
+#define FS_PROBE_RESOLVE_BLOCK 1
+#endif
 
 #if FS_PROBE_RESOLVE
 #include <cstdio>
@@ -26,11 +32,11 @@ __device__ long long fs_probe_resolve_t[FS_PROBE_STAMPS];
 __device__ int fs_probe_resolve_g;
 #endif
 
-/* Stamp i (0 .. 8) in thread 0 of the last block. */
+/* Stamp i (0 .. 8) in thread 0 of the probed block. */
 __device__ __forceinline__ void fs_probe_resolve_stamp(int i)
 {
 #if FS_PROBE_RESOLVE
-    if (blockIdx.x == gridDim.x - 1 && threadIdx.x == 0)
+    if (blockIdx.x == FS_PROBE_RESOLVE_BLOCK && threadIdx.x == 0)
         fs_probe_resolve_t[i] = clock64();
 #else
     (void)i;
@@ -41,18 +47,18 @@ __device__ __forceinline__ void fs_probe_resolve_stamp(int i)
 __device__ __forceinline__ void fs_probe_resolve_g_is(int g)
 {
 #if FS_PROBE_RESOLVE
-    if (blockIdx.x == gridDim.x - 1 && threadIdx.x == 0)
+    if (blockIdx.x == FS_PROBE_RESOLVE_BLOCK && threadIdx.x == 0)
         fs_probe_resolve_g = g;
 #else
     (void)g;
 #endif
 }
 
-/* Thread 0 of the last block, at the end of a filtered row's merge block. */
+/* Thread 0 of the probed block, at the end of a filtered row's merge block. */
 __device__ __forceinline__ void fs_probe_resolve_print()
 {
 #if FS_PROBE_RESOLVE
-    if (blockIdx.x != gridDim.x - 1 || threadIdx.x != 0)
+    if (blockIdx.x != FS_PROBE_RESOLVE_BLOCK || threadIdx.x != 0)
         return;
     const long long *t = fs_probe_resolve_t;
     printf("FS_PROBE_RESOLVE rows=%d G=%d merge=%lld bounds=%lld stage=%lld radix=%lld "

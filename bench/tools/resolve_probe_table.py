@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Medians of the filters' resolve steps from a FS_PROBE_RESOLVE build's
-output (kernels/probe_resolve.cuh): one line per row count and prefix length
-G, SM cycles per step, with the number of launches.
+output (kernels/probe_resolve.cuh): one line per launch grid size ("rows":
+the filtered merge kernel's co-resident grid, so run one row count a file)
+and prefix length G, SM cycles per step, with the number of launches.
 Usage: resolve_probe_table.py FILE...   (filter_bench output, probe lines mixed in)"""
 import collections
 import statistics
