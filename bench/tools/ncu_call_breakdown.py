@@ -9,30 +9,21 @@ whether the op filters).  A kernel launched before any scan (a prep) is
 grouped under the scan that follows it instead.
 Usage: ncu_call_breakdown.py FILE[.csv|.csv.gz] ..."""
 import collections
-import csv
-import gzip
+import os
 import re
 import statistics
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ncu_launch_ab import launches as ncu_launches  # noqa: E402
 
 SCAN = re.compile(r"(fsh_scan_kernel|fshr_scan_kernel|fs_scan_\w+_kernel)(<[^>]*>)?")
 
 
 def launches(name):
-    opener = gzip.open if name.endswith(".gz") else open
-    rows = list(csv.reader(opener(name, "rt")))
-    head = next((i for i, r in enumerate(rows) if r and r[0] == "ID"), None)
-    if head is None:
-        return []
-    col = {k: i for i, k in enumerate(rows[head])}
-    out = collections.OrderedDict()
-    for r in rows[head + 1:]:
-        if len(r) < len(col) or r[col["Metric Name"]] != "gpu__time_duration.sum":
-            continue
-        kernel = re.sub(r"\(.*", "", r[col["Kernel Name"]]).replace("void ", "")
-        kernel = kernel.replace("<unnamed>::", "")
-        out[int(r[0])] = (kernel, float(r[col["Metric Value"]].replace(",", "")) / 1000.0)
-    return list(out.values())
+    """[(kernel, us)] in launch order, kernels without "<unnamed>::"."""
+    return [(kernel.replace("<unnamed>::", ""), float(m["gpu__time_duration.sum"]) / 1000.0)
+            for kernel, m in ncu_launches(name) if "gpu__time_duration.sum" in m]
 
 
 def main(names):
