@@ -30,11 +30,12 @@
  *     into the record (1 barrier).  G <= CAP needs no round.
  *  4. Thread 0 decides on the record while two warps note, for each
  *     candidate, the first candidate of its noise block (1 barrier).
- *  5. A decided row's kept record: one thread per kept noise block pushes the
- *     block, and the blocks' records are merged over one warp, or two when
- *     the kept set reaches past candidate 31 (1 barrier).  Pushed one block
- *     after another by a single thread it cost ~150 us a row at k = 50
- *     (H100).
+ *  5. A decided row's kept record: one thread per kept noise block draws the
+ *     block's Gumbel candidate, and the candidates are merged over one warp,
+ *     or two when the kept set reaches past candidate 31 (1 barrier); the
+ *     log-sum-exp comes from the decision's weights (kept_record_chain;
+ *     tree rows push whole blocks, kept_record).  Pushed one block after
+ *     another by a single thread it cost ~150 us a row at k = 50 (H100).
  *  6. A row those 64 cannot decide while its prefix is longer (G > 64)
  *     tries again from the best min(G, 512) of it (wide_decide) before it
  *     is handed over.
@@ -597,6 +598,107 @@ __device__ __forceinline__ fs_record kept_record(const fs_filter_record &f, int 
     return rec;
 }
 
+/* The sampling candidate of lane (lane ^ mask) merged into (key, id, s) by
+ * fs_record_merge's rule (larger key, then lower id).  The whole warp calls it. */
+__device__ __forceinline__ void best_merge_xor(float &key, int32_t &id, float &s, int mask)
+{
+    const float ok = __shfl_xor_sync(FULL, key, mask);
+    const int32_t oi = __shfl_xor_sync(FULL, id, mask);
+    const float os = __shfl_xor_sync(FULL, s, mask);
+    if (fs_beats(ok, oi, key, id)) {
+        key = ok;
+        id = oi;
+        s = os;
+    }
+}
+
+/* kept_record for a chain row, from what the decision already holds: the
+ * same record bit for bit but sum_exp, with less code on a path that runs
+ * once a call on cold code (the kept step was 13-15k of a resolve's ~33k SM
+ * cycles).  The kept set is the candidate prefix [0, M), so
+ *   max_s, max_id = candidate 0's (the first is always kept);
+ *   sum_exp      = the kept candidates' weights sh.w (exp(s - max_s), the
+ *                  walk's), summed by warp 0 -- kept_record's rounds it by
+ *                  block instead;
+ *   sel_s        = the merged record's, if the cut keeps it (a kept selected
+ *                  token is a candidate, with the scan's score);
+ *   flags        = 0 (candidates are finite);
+ * and the Gumbel winner from each kept block's lead as fs_record_push_block
+ * draws it (the same v, fs_block_max, fs_block_sum and
+ * fs_record_offer_block, hence the same keys and tokens), merged by
+ * (key, id) alone.  Every thread of the block calls it; thread 0 gets the
+ * record. */
+__device__ __forceinline__ fs_record kept_record_chain(const fs_filter_record &f, int N,
+                                                       const fs_filter_cut &cut,
+                                                       const float (*vt)[FS_NOISE_BLOCK],
+                                                       const uint32_t *leads, const float *w,
+                                                       const fs_row_desc &d, float sel_s,
+                                                       fs_record *red)
+{
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const bool wide = N > 32 && fs_filter_keeps(&cut, f.s[32]); /* the same in every thread */
+    fs_record rec;
+    fs_record_init(&rec);
+    if (!(d.flags & FS_ROWF_GREEDY) && tid < N && fs_filter_keeps(&cut, f.s[tid]) &&
+        ((leads[warp] >> lane) & 1u)) {
+        const int32_t id0 = f.id[tid] / FS_NOISE_BLOCK * FS_NOISE_BLOCK;
+        float v[FS_NOISE_BLOCK];
+#pragma unroll
+        for (int q = 0; q < FS_NOISE_BLOCK / 4; ++q) {
+            const float4 x = reinterpret_cast<const float4 *>(vt[tid])[q];
+            v[4 * q] = x.x;
+            v[4 * q + 1] = x.y;
+            v[4 * q + 2] = x.z;
+            v[4 * q + 3] = x.w;
+        }
+        /* eligible: kept (the block's empty places are -inf) and not excluded */
+#pragma unroll
+        for (int i = 0; i < FS_NOISE_BLOCK; ++i)
+            v[i] = fs_filter_keeps(&cut, v[i]) && id0 + i != d.excluded ? v[i] : -INFINITY;
+        const float m = fs_block_max(v);
+        if (m > -INFINITY)
+            fs_record_offer_block(&rec, &d, id0, FS_NOISE_BLOCK, v, m, fs_block_sum(v, m));
+    }
+    float key = rec.best_key, bs = rec.best_s;
+    int32_t bid = rec.best_id;
+    if (warp == 0 || (wide && warp == 1)) {
+#pragma unroll
+        for (int mask = 16; mask > 0; mask >>= 1)
+            best_merge_xor(key, bid, bs, mask);
+    }
+    float z = 0.0f;
+    if (warp == 0) {
+        z = tid < N && fs_filter_keeps(&cut, f.s[tid]) ? w[tid] : 0.0f;
+        if (tid + 32 < N && fs_filter_keeps(&cut, f.s[tid + 32]))
+            z += w[tid + 32];
+#pragma unroll
+        for (int mask = 16; mask > 0; mask >>= 1)
+            z += __shfl_xor_sync(FULL, z, mask);
+    }
+    if (wide) {
+        if (warp == 1 && lane == 0) {
+            red->best_key = key;
+            red->best_id = bid;
+            red->best_s = bs;
+        }
+        __syncthreads();
+        if (tid == 0 && fs_beats(red->best_key, red->best_id, key, bid)) {
+            key = red->best_key;
+            bid = red->best_id;
+            bs = red->best_s;
+        }
+    }
+    rec.max_s = f.s[0];
+    rec.max_id = f.id[0];
+    rec.sum_exp = z;
+    rec.best_key = key;
+    rec.best_id = bid;
+    rec.best_s = bs;
+    rec.sel_s = fs_filter_keeps(&cut, sel_s) ? sel_s : -INFINITY;
+    rec.flags = 0u;
+    return rec;
+}
+
 /* Where a row the one pass cannot decide goes: fb[atomicAdd(flag_n)]
  * (one GPU: the order of the rows in fb does not matter), or, on a sharded
  * context, stage[row] -- the TP second pass compacts stage into fb in row
@@ -1115,7 +1217,11 @@ __device__ __forceinline__ int decide(int64_t row, const fs_record &rec, const f
     fs_probe_resolve_stamp(7);
     if (sh.one) {
         const fs_filter_cut cut = sh.cut;
-        *kept = kept_record<TREE>(sh.f, N, cut, sh.vt, sh.leads, d, &sh.red, tc.row, sh.child_s);
+        if (TREE)
+            *kept = kept_record<TREE>(sh.f, N, cut, sh.vt, sh.leads, d, &sh.red, tc.row,
+                                      sh.child_s);
+        else
+            *kept = kept_record_chain(sh.f, N, cut, sh.vt, sh.leads, sh.w, d, rec.sel_s, &sh.red);
         fs_probe_resolve_stamp(8);
         if (TREE) {
             __syncthreads(); /* the pushes' children's scores are in sh.child_s */

@@ -240,6 +240,21 @@ FS_HD int fs_block_first_at(const float *v, float m)
     return at[0];
 }
 
+/* sum of exp(v_i - m) over a block's scores (m their max), by a tree: the
+ * one spelling of a block's S, so that every path that keys a block
+ * (fs_record_push_block, the GPU resolve's kept record) rounds it alike. */
+FS_HD float fs_block_sum(const float *v, float m)
+{
+    float e[FS_NOISE_BLOCK / 2];
+    FS_UNROLL_HOT
+    for (int i = 0; i < FS_NOISE_BLOCK / 2; ++i)
+        e[i] = fs_exp(v[2 * i] - m) + fs_exp(v[2 * i + 1] - m);
+    for (int w = FS_NOISE_BLOCK / 4; w > 0; w >>= 1)
+        for (int i = 0; i < w; ++i)
+            e[i] = e[2 * i] + e[2 * i + 1];
+    return e[0];
+}
+
 /* Push one noise block: tokens id0 .. id0 + n - 1, all in block
  * id0 / FS_NOISE_BLOCK (the whole block, or its part inside the vocabulary),
  * with scores s (-inf for disallowed tokens).  Everything a record holds --
@@ -274,14 +289,7 @@ FS_HD void fs_record_push_block(fs_record *r, const fs_row_desc *d, int32_t id0,
     if (!(m > -INFINITY))
         return;
     const int at = fs_block_first_at(v, m);
-    float e[FS_NOISE_BLOCK / 2];
-    FS_UNROLL_HOT
-    for (int i = 0; i < FS_NOISE_BLOCK / 2; ++i)
-        e[i] = fs_exp(v[2 * i] - m) + fs_exp(v[2 * i + 1] - m);
-    for (int w = FS_NOISE_BLOCK / 4; w > 0; w >>= 1)
-        for (int i = 0; i < w; ++i)
-            e[i] = e[2 * i] + e[2 * i + 1];
-    const float S = e[0];
+    const float S = fs_block_sum(v, m);
     fs_record_add_lse(r, m, id0 + at, S);
     if (!(d->flags & FS_ROWF_GREEDY) && !fs_block_hopeless(m, r->best_key))
         fs_record_offer_block(r, d, id0, n, v, m, S);
