@@ -1163,12 +1163,15 @@ __global__ void __launch_bounds__(THREADS, 2)
                            fs_fallback_src src, int64_t slots, bool vec)
 {
     static_assert(THREADS == FS_MERGE_THREADS, "merge_row: FS_MERGE_THREADS a block");
+    fs_probe_block_start();
     if (blockIdx.x < slots)
         fs_merge_row<true, TREE>(m, w, blockIdx.x);
-    /* the blocks without a slot (and the warm-up's) have not waited for the
+    /* the blocks without a slot (and the warm-up slots) have not waited for the
        kernel before; the second pass reads what it wrote */
     fs_pdl_wait();
+    fs_probe_block_arrive();
     cg::this_grid().sync(); /* every row resolved or handed over */
+    fs_probe_arrivals_print(slots, !TREE && w.warm);
     /* the resolve's shared memory (fsf::shared_state), reused */
     extern __shared__ __align__(16) unsigned char fs_dyn_smem[];
     second_pass(*reinterpret_cast<Smem *>(fs_dyn_smem), a, w, s, src, m.row_recs, m.fin_op,
@@ -1354,9 +1357,9 @@ cudaError_t fs_launch_filter_merge(const fs_op_args *a, const fs_record *tile_re
     cudaError_t e = cudaSuccess;
     const fs_merge_io m = fs_merge_io_make(a, tile_recs, tiles_per_row, descs, pre_status,
                                            row_recs, finalize, w, force_second_pass);
-    /* the chain ops' warm-up slot (merge_row.cuh; not on sharded contexts,
+    /* the chain ops' warm-up slots (merge_row.cuh; not on sharded contexts,
        whose resolve and second pass come after the exchange) */
-    int64_t slots = a->rows + (!tree && w->warm ? 1 : 0);
+    int64_t slots = a->rows + (!tree && w->warm ? FS_FILTER_WARM_SLOTS : 0);
     if (slots > w->fb_grid || w->sums) {
         /* more rows than co-resident blocks: a block per slot first (a
            sharded context: only that) */

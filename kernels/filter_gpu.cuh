@@ -72,6 +72,10 @@ typedef struct fs_fb_defer {
 #define FS_FB_MASS_ONE 1099511627776.0 /* 2^40 */
 
 /* Workspace of the filters, carved by cuda_ops.cu. */
+/* Blocks of the filtered merge that run a made-up row ahead of the rows
+ * (fs_filter_ws.warm; merge_row.cuh). */
+#define FS_FILTER_WARM_SLOTS 3
+
 typedef struct fs_filter_ws {
     fs_filter_desc *fdescs;   /* [rows] */
     fs_cand_list *cands;      /* [rows][lists_per_row] */
@@ -84,8 +88,9 @@ typedef struct fs_filter_ws {
     fs_fb_defer *defer;       /* [rows][FS_FB_DEFER_CAP] */
     int fb_grid;              /* blocks of the second pass (co-resident) */
     int defer_last;           /* the last select level may run beside the draw */
-    int warm;                 /* the merge kernel's block 0 resolves a made-up row ahead of
-                                 the rows, to pull the resolve's code into L2 */
+    int warm;                 /* the merge kernel's first FS_FILTER_WARM_SLOTS blocks resolve
+                                 a made-up row ahead of the rows, to pull the resolve's code
+                                 into L2 (merge_row.cuh) */
     /* sharded (tensor-parallel) contexts only; NULL otherwise */
     fs_filter_summary *sums;       /* [rows] this shard's candidates */
     fs_filter_summary *sum_gather; /* [ranks][rows] every shard's, after the exchange */

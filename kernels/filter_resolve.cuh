@@ -46,8 +46,9 @@
  * clock64 probe on an H100, each of steps 1-4 took 1.5-2.5 us more than
  * when the same block ran it a second time, and the kept record ~9 us more
  * before its loops were rolled (~3 us after).  So the merge kernel runs a
- * made-up row (warm_inputs) in a block ahead of the rows, which pulls the
- * code into L2 before they fetch it (merge_finalize.cu). */
+ * made-up row (warm_inputs) in three blocks ahead of the rows, one for each
+ * part of the resolve (warm_part), which pull the code into L2 before the
+ * rows fetch it (merge_row.cuh). */
 #ifndef FS_FILTER_RESOLVE_CUH
 #define FS_FILTER_RESOLVE_CUH
 
@@ -612,6 +613,60 @@ __device__ __forceinline__ void best_merge_xor(float &key, int32_t &id, float &s
     }
 }
 
+/* fs_record_offer_block of a kept block into a fresh record, unrolled: the
+ * same S (fs_block_sum's pairs and tree), key and inverse CDF (fs_block_pick
+ * adds the same exponentials in the same order; the excluded and empty
+ * places are -inf, weight 0, which it skips), so the same bits.  This unit
+ * keeps record.h's loops rolled for size (FS_COLD_CODE), which puts 16
+ * dependent exponentials twice on the kept step's path; with the kept
+ * step's code already in L2 (the warm-up slots) its length is latency. */
+__device__ __forceinline__ void kept_block_draw(fs_record &rec, const fs_row_desc &d,
+                                                int32_t id0, const float (&v)[FS_NOISE_BLOCK],
+                                                float m)
+{
+    float e[FS_NOISE_BLOCK];
+#pragma unroll
+    for (int i = 0; i < FS_NOISE_BLOCK; ++i)
+        e[i] = fs_exp(v[i] - m);
+    float t[FS_NOISE_BLOCK / 2];
+#pragma unroll
+    for (int i = 0; i < FS_NOISE_BLOCK / 2; ++i)
+        t[i] = e[2 * i] + e[2 * i + 1];
+#pragma unroll
+    for (int w = FS_NOISE_BLOCK / 4; w > 0; w >>= 1)
+#pragma unroll
+        for (int i = 0; i < w; ++i)
+            t[i] = t[2 * i] + t[2 * i + 1];
+    const float S = t[0];
+    uint32_t wg, wu;
+    fs_block_words(d.seed, d.offset, d.position, (uint32_t)id0 / FS_NOISE_BLOCK, &wg, &wu);
+    const float key = m + logf(S) + fs_gumbel(wg);
+    const float target = fs_uniform(wu) * S;
+    float c = 0.0f, last_s = -INFINITY, pick_s = -INFINITY;
+    int last = -1, pick = -1;
+#pragma unroll
+    for (int i = 0; i < FS_NOISE_BLOCK; ++i) {
+        if (e[i] > 0.0f) {
+            c += e[i];
+            last = i;
+            last_s = v[i];
+            if (pick < 0 && target < c) {
+                pick = i;
+                pick_s = v[i];
+            }
+        }
+    }
+    if (pick < 0) {
+        pick = last;
+        pick_s = last_s;
+    }
+    if (pick >= 0) {
+        rec.best_key = key;
+        rec.best_id = id0 + pick;
+        rec.best_s = pick_s;
+    }
+}
+
 /* kept_record for a chain row, from what the decision already holds: the
  * same record bit for bit but sum_exp, with less code on a path that runs
  * once a call on cold code (the kept step was 13-15k of a resolve's ~33k SM
@@ -624,9 +679,8 @@ __device__ __forceinline__ void best_merge_xor(float &key, int32_t &id, float &s
  *                  token is a candidate, with the scan's score);
  *   flags        = 0 (candidates are finite);
  * and the Gumbel winner from each kept block's lead as fs_record_push_block
- * draws it (the same v, fs_block_max, fs_block_sum and
- * fs_record_offer_block, hence the same keys and tokens), merged by
- * (key, id) alone.  Every thread of the block calls it; thread 0 gets the
+ * draws it (the same v and fs_block_max, and kept_block_draw, hence the
+ * same keys and tokens), merged by (key, id) alone.  Every thread of the block calls it; thread 0 gets the
  * record. */
 __device__ __forceinline__ fs_record kept_record_chain(const fs_filter_record &f, int N,
                                                        const fs_filter_cut &cut,
@@ -657,7 +711,7 @@ __device__ __forceinline__ fs_record kept_record_chain(const fs_filter_record &f
             v[i] = fs_filter_keeps(&cut, v[i]) && id0 + i != d.excluded ? v[i] : -INFINITY;
         const float m = fs_block_max(v);
         if (m > -INFINITY)
-            fs_record_offer_block(&rec, &d, id0, FS_NOISE_BLOCK, v, m, fs_block_sum(v, m));
+            kept_block_draw(rec, d, id0, v, m);
     }
     float key = rec.best_key, bs = rec.best_s;
     int32_t bid = rec.best_id;
@@ -753,10 +807,10 @@ __device__ __forceinline__ void hand_over(int64_t row, const fs_record &rec,
 
 /* A made-up filtered row whose resolve takes every step a real row's
  * does -- staged prefix, radix rounds, the walk under all three filters, a
- * kept record over two warps -- for the merge kernel's warm-up block to
- * run (merge_finalize.cu): its lists are this thread's share in `mine`, in
- * registers, so that the block waits on no memory and runs ahead of the
- * rows.  Lists k < 150 hold the prefix, 600 entries of distinct scores 10 -
+ * kept record over two warps -- for the merge kernel's warm-up slots to
+ * run (merge_row.cuh; each runs one part, warm_part): its lists are this
+ * thread's share in `mine`, in registers, so that the block waits on no
+ * memory and runs ahead of the rows.  Lists k < 150 hold the prefix, 600 entries of distinct scores 10 -
  * 0.05 r by rank r (list k, place j: r = 150 j + k, so each list is sorted)
  * above their drop -25, each token in a noise block of its own; the other
  * lists are empty, so all of them are the first group (WARM_LISTS = PER x
@@ -1183,6 +1237,14 @@ __device__ __forceinline__ int prefix_candidates(const fs_cand_list *L, int64_t 
     return N;
 }
 
+/* Which part of the resolve a warm-up slot runs (merge_row.cuh) on
+ * warm_inputs' made-up row: none (a real row), the steps up to its
+ * candidates, the decision (weights, walk, noise blocks noted), or the kept
+ * record (the decision's weights and noted blocks, its walk replaced by the
+ * made-up row's known cut: the best WARM_KEPT_N candidates). */
+enum warm_part { WARM_NONE = 0, WARM_PREFIX = 1, WARM_DECIDE = 2, WARM_KEPT = 3 };
+constexpr int WARM_KEPT_N = 35;
+
 /* Decide a row whose N candidates are in sh.f (and whose vt is reset):
  * returns 1 to every thread with the kept record in *kept (thread 0), or 0
  * when the row was handed over.  TREE: a decided row's children's scores
@@ -1193,7 +1255,8 @@ template <bool TREE>
 __device__ __forceinline__ int decide(int64_t row, const fs_record &rec, const fs_filter_desc &fd,
                                       const fs_row_desc &d, int N, int count, int force,
                                       const handover &ho, resolve_smem &sh, fs_record *kept,
-                                      const tree_ctx &tc, const wide_src &wide)
+                                      const tree_ctx &tc, const wide_src &wide,
+                                      warm_part warm = WARM_NONE)
 {
     const int tid = threadIdx.x;
     if (tid < 32) {
@@ -1206,7 +1269,15 @@ __device__ __forceinline__ int decide(int64_t row, const fs_record &rec, const f
         sh.f.count = count;
         sh.f.n = N;
         fs_filter_cut cut;
-        sh.one = !force && fs_filter_resolve_w(&rec, &sh.f, &fd, sh.w, &cut) == FS_FILTER_ONE_PASS;
+        if (warm == WARM_KEPT) {
+            cut.threshold = sh.f.s[WARM_KEPT_N - 1];
+            cut.max_s = rec.max_s;
+            cut.log_min_p = fd.log_min_p;
+            sh.one = 1;
+        } else {
+            sh.one = !force &&
+                     fs_filter_resolve_w(&rec, &sh.f, &fd, sh.w, &cut) == FS_FILTER_ONE_PASS;
+        }
         sh.cut = cut;
     } else if (tid >= 64 && tid < 128) {
         note_blocks(sh.f, N, sh.vt, sh.leads);
@@ -1215,6 +1286,8 @@ __device__ __forceinline__ int decide(int64_t row, const fs_record &rec, const f
     }
     __syncthreads();
     fs_probe_resolve_stamp(7);
+    if (warm == WARM_DECIDE)
+        return 1;
     if (sh.one) {
         const fs_filter_cut cut = sh.cut;
         if (TREE)
@@ -1246,6 +1319,26 @@ __device__ __forceinline__ int decide(int64_t row, const fs_record &rec, const f
     return 0;
 }
 
+/* prefix_candidates' results for warm_inputs' made-up row, without its
+ * steps: its best 64 entries (rank r: score 10 - 0.05 r, id 37 r + 11) in
+ * sh.f, the state reset, G = 600 and the 150 full lists' counts.  Every
+ * thread calls it; it ends with a barrier. */
+__device__ __forceinline__ int warm_candidates(resolve_smem &sh, uint32_t *kd_out,
+                                               int *count_out, int *g_out)
+{
+    reset_state(sh);
+    const int t = threadIdx.x;
+    if (t < FS_FILTER_CANDIDATES) {
+        sh.f.s[t] = 10.0f - 0.05f * (float)t;
+        sh.f.id[t] = t * 37 + 11;
+    }
+    __syncthreads();
+    *kd_out = fs_select_key(-25.0f);
+    *count_out = 150 * 1000;
+    *g_out = 600;
+    return FS_FILTER_CANDIDATES;
+}
+
 /* Resolve filtered row `row` whose merged record is rec (every thread passes
  * it): returns 1 to every thread when the one pass decided it, with the
  * kept record in *kept (thread 0); 0 when the row was handed to the second
@@ -1256,7 +1349,9 @@ __device__ __forceinline__ int decide(int64_t row, const fs_record &rec, const f
  * tc its children and scores (decide).  wide: a chain row the best 64
  * candidates leave undecided is resolved from more of its prefix
  * (wide_decide, which reads d and fd from dp and fdp, their copies in
- * global memory; NULL: no wide resolve) before it is handed over. */
+ * global memory; NULL: no wide resolve) before it is handed over.  warm:
+ * a warm-up slot's part (warm_inputs' row, nothing written; WARM_PREFIX
+ * returns after the candidates), WARM_NONE for a row. */
 template <bool TREE>
 __device__ int fs_filter_resolve_row(int64_t row, const fs_record &rec, const fs_filter_desc &fd,
                                      const fs_row_desc &d, const fs_cand_list *__restrict__ cands,
@@ -1264,16 +1359,20 @@ __device__ int fs_filter_resolve_row(int64_t row, const fs_record &rec, const fs
                                      fs_fallback_row *fb,
                                      unsigned int *flag_n, int32_t *out_fallback, int force,
                                      int wide, const fs_row_desc *dp, const fs_filter_desc *fdp,
-                                     fs_record *kept, const tree_ctx &tc)
+                                     fs_record *kept, const tree_ctx &tc, warm_part warm)
 {
     resolve_smem &sh = shared_state();
     uint32_t kd;
     int count, G;
     const fs_cand_list *L = cands + row * lists_per_row;
-    const int N = prefix_candidates(L, lists_per_row, mine, sh, &kd, &count, &G);
+    const int N = warm == WARM_DECIDE || warm == WARM_KEPT
+                      ? warm_candidates(sh, &kd, &count, &G)
+                      : prefix_candidates(L, lists_per_row, mine, sh, &kd, &count, &G);
+    if (warm == WARM_PREFIX)
+        return 1;
     const handover ho = {fb, nullptr, flag_n, out_fallback};
     const wide_src ws = {L, lists_per_row, kd, wide && dp ? G : 0, dp, fdp};
-    return decide<TREE>(row, rec, fd, d, N, count, force, ho, sh, kept, tc, ws);
+    return decide<TREE>(row, rec, fd, d, N, count, force, ho, sh, kept, tc, ws, warm);
 }
 
 /* Sharded contexts, in the merge kernel: the shard's fs_filter_summary of

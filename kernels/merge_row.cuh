@@ -67,15 +67,22 @@ static inline fs_merge_io fs_merge_io_make(const fs_op_args *a, const fs_record 
  * verify's rows, whose kept records go through the tree push and whose
  * children's scores filt.tree_child_s the resolve replaces.
  *
- * filt.warm (chain rows): slot 0 resolves a made-up row (fsf::warm_inputs) at
- * once, without waiting for the scan, and writes nothing; row r is slot r + 1.
- * The first SM to free up near the scan's end takes it, and, its lists in
- * registers, it runs ahead of the rows' blocks, which first wait for the scan
- * and load their lists and records: it pulls the resolve's code into L2
- * before they reach it.  That code, run once a call, is evicted from L2 by
- * the scan's weight stream, and cold it cost the resolve ~25 us a call
- * (DESIGN "On the GPU").  One code path serves both kinds of slot: a second
- * call site would be a second copy of the code.
+ * filt.warm (chain rows): slots 0-2 (FS_FILTER_WARM_SLOTS) resolve a
+ * made-up row (fsf::warm_inputs) at once, without waiting for the scan, and
+ * write nothing; row r is slot r + 3.  Their lists and candidates in
+ * registers, they run ahead of the rows' blocks, which first wait for the
+ * scan and load their lists and records, and pull the resolve's code into
+ * L2 before the rows reach it.  That code, run once a call, is evicted from
+ * L2 by the scan's weight stream, and cold it cost the resolve ~25 us a call
+ * (DESIGN "On the GPU").  The merge kernel starts when the scan ends (its
+ * blocks do not fit beside the scan's CTAs), so both slots start with the
+ * rows: slot 0 runs the steps up to the candidates (fsf::WARM_PREFIX), slot
+ * 1 the decision from made-up candidates (fsf::WARM_DECIDE), slot 2 the kept
+ * record from them (fsf::WARM_KEPT), each ahead of the rows on its part;
+ * one slot running it all reached the kept record after the rows and, the
+ * grid barrier waiting for it, was the last block of the kernel.  One code
+ * path serves every kind of slot: a second call site would be a second
+ * copy of the code.
  *
  * Every thread returns; a caller that runs another slot in the same block
  * must put a barrier in between (the shared records are reused). */
@@ -86,8 +93,8 @@ __device__ __forceinline__ void fs_merge_row(const fs_merge_io &m, const fs_filt
     __shared__ fs_record scratch[32];
     __shared__ fs_record merged;
     const bool warm_grid = FILT && !TREE && filt.warm;
-    const bool warm = warm_grid && slot == 0;
-    const int64_t row = slot - (warm_grid ? 1 : 0);
+    const bool warm = warm_grid && slot < FS_FILTER_WARM_SLOTS;
+    const int64_t row = slot - (warm_grid ? FS_FILTER_WARM_SLOTS : 0);
     if (!warm)
         fs_pdl_wait(); /* launched while the scan may still run */
     fs_probe_resolve_stamp(0);
@@ -129,7 +136,8 @@ __device__ __forceinline__ void fs_merge_row(const fs_merge_io &m, const fs_filt
                 warm ? 0 : row, rec, fd, d, filt.cands, warm ? fsf::WARM_LISTS : filt.lists_per_row,
                 mine, filt.fb, warm ? nullptr : filt.flag_n, m.out_fallback,
                 warm ? 0 : m.force_second_pass, filt.wide, warm ? nullptr : m.descs + row,
-                warm ? nullptr : filt.fdescs + row, &kept, tc);
+                warm ? nullptr : filt.fdescs + row, &kept, tc,
+                warm ? (fsf::warm_part)(slot + 1) : fsf::WARM_NONE);
             if (warm)
                 return;
             if (!one)
