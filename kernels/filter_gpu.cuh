@@ -71,11 +71,11 @@ typedef struct fs_fb_defer {
  * histograms, hence the thresholds, are the same on every run. */
 #define FS_FB_MASS_ONE 1099511627776.0 /* 2^40 */
 
-/* Workspace of the filters, carved by cuda_ops.cu. */
 /* Blocks of the filtered merge that run a made-up row ahead of the rows
  * (fs_filter_ws.warm; merge_row.cuh). */
 #define FS_FILTER_WARM_SLOTS 3
 
+/* Workspace of the filters, carved by cuda_ops.cu. */
 typedef struct fs_filter_ws {
     fs_filter_desc *fdescs;   /* [rows] */
     fs_cand_list *cands;      /* [rows][lists_per_row] */

@@ -75,14 +75,14 @@ static inline fs_merge_io fs_merge_io_make(const fs_op_args *a, const fs_record 
  * L2 before the rows reach it.  That code, run once a call, is evicted from
  * L2 by the scan's weight stream, and cold it cost the resolve ~25 us a call
  * (DESIGN "On the GPU").  The merge kernel starts when the scan ends (its
- * blocks do not fit beside the scan's CTAs), so both slots start with the
+ * blocks do not fit beside the scan's CTAs), so the slots start with the
  * rows: slot 0 runs the steps up to the candidates (fsf::WARM_PREFIX), slot
  * 1 the decision from made-up candidates (fsf::WARM_DECIDE), slot 2 the kept
- * record from them (fsf::WARM_KEPT), each ahead of the rows on its part;
- * one slot running it all reached the kept record after the rows and, the
- * grid barrier waiting for it, was the last block of the kernel.  One code
- * path serves every kind of slot: a second call site would be a second
- * copy of the code.
+ * record from them (fsf::WARM_KEPT; slot s runs part s + 1), each ahead of
+ * the rows on its part; one slot running it all reached the kept record
+ * after the rows and, the grid barrier waiting for it, was the last block
+ * of the kernel.  One code path serves every kind of slot: a second call
+ * site would be a second copy of the code.
  *
  * Every thread returns; a caller that runs another slot in the same block
  * must put a barrier in between (the shared records are reused). */
