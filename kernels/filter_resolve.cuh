@@ -34,7 +34,7 @@
  *     block's Gumbel candidate, and the candidates are merged over one warp,
  *     or two when the kept set reaches past candidate 31 (1 barrier); the
  *     log-sum-exp comes from the decision's weights (kept_record_chain;
- *     tree rows push whole blocks, kept_record).  Pushed one block after
+ *     tree rows push whole blocks, kept_record_tree).  Pushed one block after
  *     another by a single thread it cost ~150 us a row at k = 50 (H100).
  *  6. A row those 64 cannot decide while its prefix is longer (G > 64)
  *     tries again from the best min(G, 512) of it (wide_decide) before it
@@ -490,7 +490,7 @@ __device__ __forceinline__ void rank_keys(const unsigned long long *keys, int c,
 
 /* Warps 2 and 3, candidate t = tid - 64 each (t < N), while thread 0
  * decides: the first candidate of t's noise block -- the one that pushes the
- * block in kept_record -- gets t's score in its row of sh.vt, at t's place in
+ * block in the kept record -- gets t's score in its row of sh.vt, at t's place in
  * the block; sh.leads marks the first ones.  The kept set is a prefix of the
  * candidates (every filter keeps an upper set of scores, and the candidates
  * are sorted by score), so for a kept t the first candidate of its block is
@@ -544,18 +544,33 @@ struct tree_ctx {
     float *child_s;
 };
 
+/* A kept noise block's row of vt (its scores by place, -inf where no
+ * candidate is), as four 16-byte loads. */
+__device__ __forceinline__ void load_vt_row(const float (&row)[FS_NOISE_BLOCK],
+                                            float (&v)[FS_NOISE_BLOCK])
+{
+#pragma unroll
+    for (int q = 0; q < FS_NOISE_BLOCK / 4; ++q) {
+        const float4 x = reinterpret_cast<const float4 *>(row)[q];
+        v[4 * q] = x.x;
+        v[4 * q + 1] = x.y;
+        v[4 * q + 2] = x.z;
+        v[4 * q + 3] = x.w;
+    }
+}
+
 /* The kept record of the N candidates f under cut: a thread per kept noise
  * block (its first candidate, from note_blocks) pushes the block's kept
  * scores from its row of vt, and the blocks' records are merged over the
  * warp -- or the first two, when the kept set reaches past candidate 31 --
  * into the return value of thread 0.  The same blocks, noise and tokens as
- * fs_filter_kept_record; sum_exp carries the merge's rounding.  TREE: the
- * block goes through the tree push first (tree_scan.cuh: the row's excluded
- * children in the block into the log-sum-exp alone, the kept children's
- * scores into child_s, shared memory set to -inf beforehand), so the record
- * is fs_tree_filter_kept_record's.  Every thread of the block calls it. */
-template <bool TREE>
-__device__ __forceinline__ fs_record kept_record(const fs_filter_record &f, int N,
+ * fs_filter_kept_record; sum_exp carries the merge's rounding.  For tree
+ * rows (chain rows take kept_record_chain): the block goes through the tree
+ * push first (tree_scan.cuh: the row's excluded children in the block into
+ * the log-sum-exp alone, the kept children's scores into child_s, shared
+ * memory set to -inf beforehand), so the record is
+ * fs_tree_filter_kept_record's.  Every thread of the block calls it. */
+__device__ __forceinline__ fs_record kept_record_tree(const fs_filter_record &f, int N,
                                                  const fs_filter_cut &cut,
                                                  const float (*vt)[FS_NOISE_BLOCK],
                                                  const uint32_t *leads, const fs_row_desc &d,
@@ -569,22 +584,13 @@ __device__ __forceinline__ fs_record kept_record(const fs_filter_record &f, int 
     const bool push = tid < N && fs_filter_keeps(&cut, f.s[tid]) && ((leads[warp] >> lane) & 1u);
     if (push) {
         float v[FS_NOISE_BLOCK];
-#pragma unroll
-        for (int q = 0; q < FS_NOISE_BLOCK / 4; ++q) {
-            const float4 x = reinterpret_cast<const float4 *>(vt[tid])[q];
-            v[4 * q] = x.x;
-            v[4 * q + 1] = x.y;
-            v[4 * q + 2] = x.z;
-            v[4 * q + 3] = x.w;
-        }
+        load_vt_row(vt[tid], v);
         /* the block's candidates past the kept prefix, and its empty places */
 #pragma unroll
         for (int i = 0; i < FS_NOISE_BLOCK; ++i)
             v[i] = fs_filter_keeps(&cut, v[i]) ? v[i] : -INFINITY;
         const int32_t blk = f.id[tid] / FS_NOISE_BLOCK;
-        if (TREE)
-            fs_tree_scan_block(&rec, d, tree_row, child_s, blk * FS_NOISE_BLOCK, FS_NOISE_BLOCK,
-                               v);
+        fs_tree_scan_block(&rec, d, tree_row, child_s, blk * FS_NOISE_BLOCK, FS_NOISE_BLOCK, v);
         fs_record_push_block(&rec, &d, blk * FS_NOISE_BLOCK, FS_NOISE_BLOCK, v);
     }
     if (warp == 0 || (wide && warp == 1))
@@ -667,14 +673,14 @@ __device__ __forceinline__ void kept_block_draw(fs_record &rec, const fs_row_des
     }
 }
 
-/* kept_record for a chain row, from what the decision already holds: the
+/* The kept record of a chain row, from what the decision already holds: the
  * same record bit for bit but sum_exp, with less code on a path that runs
  * once a call on cold code (the kept step was 13-15k of a resolve's ~33k SM
  * cycles).  The kept set is the candidate prefix [0, M), so
  *   max_s, max_id = candidate 0's (the first is always kept);
  *   sum_exp      = the kept candidates' weights sh.w (exp(s - max_s), the
- *                  walk's), summed by warp 0 -- kept_record's rounds it by
- *                  block instead;
+ *                  walk's), summed by warp 0 -- kept_record_tree's rounds
+ *                  it by block instead;
  *   sel_s        = the merged record's, if the cut keeps it (a kept selected
  *                  token is a candidate, with the scan's score);
  *   flags        = 0 (candidates are finite);
@@ -697,14 +703,7 @@ __device__ __forceinline__ fs_record kept_record_chain(const fs_filter_record &f
         ((leads[warp] >> lane) & 1u)) {
         const int32_t id0 = f.id[tid] / FS_NOISE_BLOCK * FS_NOISE_BLOCK;
         float v[FS_NOISE_BLOCK];
-#pragma unroll
-        for (int q = 0; q < FS_NOISE_BLOCK / 4; ++q) {
-            const float4 x = reinterpret_cast<const float4 *>(vt[tid])[q];
-            v[4 * q] = x.x;
-            v[4 * q + 1] = x.y;
-            v[4 * q + 2] = x.z;
-            v[4 * q + 3] = x.w;
-        }
+        load_vt_row(vt[tid], v);
         /* eligible: kept (the block's empty places are -inf) and not excluded */
 #pragma unroll
         for (int i = 0; i < FS_NOISE_BLOCK; ++i)
@@ -1291,8 +1290,8 @@ __device__ __forceinline__ int decide(int64_t row, const fs_record &rec, const f
     if (sh.one) {
         const fs_filter_cut cut = sh.cut;
         if (TREE)
-            *kept = kept_record<TREE>(sh.f, N, cut, sh.vt, sh.leads, d, &sh.red, tc.row,
-                                      sh.child_s);
+            *kept = kept_record_tree(sh.f, N, cut, sh.vt, sh.leads, d, &sh.red, tc.row,
+                                     sh.child_s);
         else
             *kept = kept_record_chain(sh.f, N, cut, sh.vt, sh.leads, sh.w, d, rec.sel_s, &sh.red);
         fs_probe_resolve_stamp(8);

@@ -240,9 +240,11 @@ FS_HD int fs_block_first_at(const float *v, float m)
     return at[0];
 }
 
-/* sum of exp(v_i - m) over a block's scores (m their max), by a tree: the
- * one spelling of a block's S, so that every path that keys a block
- * (fs_record_push_block, the GPU resolve's kept record) rounds it alike. */
+/* sum of exp(v_i - m) over a block's scores (m their max), by a tree of
+ * pairs.  The GPU resolve's kept_block_draw (kernels/filter_resolve.cuh)
+ * repeats these pairs and this tree unrolled, in a unit that keeps this
+ * loop rolled: a block's key must round alike on both paths, which
+ * test_gpu_filter's token-for-token agreement with the CPU checks. */
 FS_HD float fs_block_sum(const float *v, float m)
 {
     float e[FS_NOISE_BLOCK / 2];
