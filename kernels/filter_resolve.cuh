@@ -117,26 +117,52 @@ __device__ __forceinline__ unsigned long long entry_key(uint32_t score_key, int3
     return ((unsigned long long)score_key << 32) | (uint32_t)~(uint32_t)id;
 }
 
-/* List k of a row's n lists, or an empty one past the end.  A list is 40
+/* List k of a row's n lists as loaded, and put in place.  A list is 40
  * bytes at an 8-byte boundary (cuda_ops.cu's carve aligns the array), so two
  * 16-byte loads and one 8-byte load cover it whichever half of a 16-byte unit
- * it starts in.  Default caching: the lanes' lists share L1 lines. */
-__device__ __forceinline__ fs_cand_list load_list(const fs_cand_list *L, int64_t k, int64_t n)
+ * it starts in.  Default caching: the lanes' lists share L1 lines.
+ *
+ * The loads (issue_list) and the fields put in place from them (take_list)
+ * are two steps, and issue_list has no use of a loaded value: with the
+ * selects inside the bounds check, as one function had them, every list's
+ * branch waited for its own loads, so a thread's five lists came one L2
+ * round trip after another -- and the merge kernel's tile records only
+ * after them. */
+struct raw_list {
+    float4 a, b;
+    float2 e;
+};
+
+__device__ __forceinline__ bool list_odd(const fs_cand_list *L, int64_t k)
+{
+    return (reinterpret_cast<uintptr_t>(L + k) & 8u) != 0;
+}
+
+__device__ __forceinline__ void issue_list(const fs_cand_list *L, int64_t k, int64_t n,
+                                           raw_list &r)
 {
     static_assert(sizeof(fs_cand_list) == 40 && offsetof(fs_cand_list, id) == 16 &&
                       offsetof(fs_cand_list, drop) == 32 && FS_CAND_LIST == 4,
                   "the loads below follow fs_cand_list's layout");
-    fs_cand_list c;
-    if (k >= n) {
-        fs_cand_init(c);
-        return c;
+    r.a = r.b = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    r.e = make_float2(0.0f, 0.0f);
+    if (k < n) {
+        const char *p = reinterpret_cast<const char *>(L + k);
+        const bool odd = list_odd(L, k);
+        r.a = __ldca(reinterpret_cast<const float4 *>(p + (odd ? 8 : 0)));
+        r.b = __ldca(reinterpret_cast<const float4 *>(p + (odd ? 24 : 16)));
+        r.e = __ldca(reinterpret_cast<const float2 *>(p + (odd ? 0 : 32)));
     }
-    const char *p = reinterpret_cast<const char *>(L + k);
-    const bool odd = (reinterpret_cast<uintptr_t>(p) & 8u) != 0;
+}
+
+/* The list issue_list loaded into r (list_odd: odd), or an empty one (!ok:
+ * past the end). */
+__device__ __forceinline__ fs_cand_list take_list(const raw_list &r, bool odd, bool ok)
+{
+    const float4 a = r.a, b = r.b;
+    const float2 e = r.e;
     /* even: s0..s3 | id0..id3 | drop count;  odd: s2 s3 id0 id1 | id2 id3 drop count | s0 s1 */
-    const float4 a = __ldca(reinterpret_cast<const float4 *>(p + (odd ? 8 : 0)));
-    const float4 b = __ldca(reinterpret_cast<const float4 *>(p + (odd ? 24 : 16)));
-    const float2 e = __ldca(reinterpret_cast<const float2 *>(p + (odd ? 0 : 32)));
+    fs_cand_list c;
     c.s[0] = odd ? e.x : a.x;
     c.s[1] = odd ? e.y : a.y;
     c.s[2] = odd ? a.x : a.z;
@@ -147,6 +173,8 @@ __device__ __forceinline__ fs_cand_list load_list(const fs_cand_list *L, int64_t
     c.id[3] = __float_as_int(odd ? b.y : b.w);
     c.drop = odd ? b.z : e.x;
     c.count = __float_as_int(odd ? b.w : e.y);
+    if (!ok)
+        fs_cand_init(c);
     return c;
 }
 
@@ -155,9 +183,16 @@ __device__ __forceinline__ fs_cand_list load_list(const fs_cand_list *L, int64_t
 __device__ __forceinline__ void load_group(const fs_cand_list *L, int64_t g0, int64_t n,
                                            fs_cand_list (&c)[PER])
 {
+    raw_list r[PER];
 #pragma unroll
     for (int i = 0; i < PER; ++i)
-        c[i] = load_list(L, g0 + (int64_t)i * THREADS + threadIdx.x, n);
+        issue_list(L, g0 + (int64_t)i * THREADS + threadIdx.x, n, r[i]);
+    /* THREADS lists apart are 16-byte multiples apart: one parity */
+    static_assert(THREADS * sizeof(fs_cand_list) % 16 == 0, "one parity for a thread's lists");
+    const bool odd = list_odd(L, g0 + threadIdx.x);
+#pragma unroll
+    for (int i = 0; i < PER; ++i)
+        c[i] = take_list(r[i], odd, g0 + (int64_t)i * THREADS + threadIdx.x < n);
 }
 
 __device__ __forceinline__ uint32_t umax(uint32_t a, uint32_t b)
@@ -167,7 +202,7 @@ __device__ __forceinline__ uint32_t umax(uint32_t a, uint32_t b)
 
 /* The row's D = max(drop), as its key fs_select_key(D), and its count of
  * finite allowed tokens, to every thread; `mine` holds the thread's lists
- * of the first group (fs_filter_load_lists).  One barrier. */
+ * of the first group (fs_filter_take_lists).  One barrier. */
 __device__ __forceinline__ void row_bounds(const fs_cand_list *L, int64_t n,
                                            const fs_cand_list (&mine)[PER], resolve_smem &sh,
                                            uint32_t *kd_out, int *count_out)
@@ -824,7 +859,7 @@ struct warm_row {
 };
 constexpr int64_t WARM_LISTS = (int64_t)PER * THREADS;
 
-__device__ __forceinline__ warm_row warm_inputs(fs_cand_list (&mine)[PER])
+__device__ __forceinline__ void warm_lists(fs_cand_list (&mine)[PER])
 {
     constexpr int WARM_FULL = 150;
 #pragma unroll
@@ -842,6 +877,10 @@ __device__ __forceinline__ warm_row warm_inputs(fs_cand_list (&mine)[PER])
         mine[i].drop = -25.0f;
         mine[i].count = 1000;
     }
+}
+
+__device__ __forceinline__ warm_row warm_inputs()
+{
     warm_row w;
     fs_record_init(&w.rec);
     w.rec.max_s = 10.0f;
@@ -862,14 +901,29 @@ __device__ __forceinline__ warm_row warm_inputs(fs_cand_list (&mine)[PER])
     return w;
 }
 
-/* The first PER x THREADS lists of row `row`, this thread's share: loaded by
- * the merge kernel before it merges the row's tile records, so that the two
- * sets of loads overlap. */
-__device__ __forceinline__ void fs_filter_load_lists(const fs_cand_list *__restrict__ cands,
+/* The first PER x THREADS lists of row `row`, this thread's share, in two
+ * steps: the merge kernel issues their loads (fs_filter_issue_lists),
+ * merges the row's tile records while they are in flight, and then puts
+ * them in place (fs_filter_take_lists). */
+__device__ __forceinline__ void fs_filter_issue_lists(const fs_cand_list *__restrict__ cands,
+                                                      int64_t row, int64_t lists_per_row,
+                                                      raw_list (&r)[PER])
+{
+    const fs_cand_list *L = cands + row * lists_per_row;
+#pragma unroll
+    for (int i = 0; i < PER; ++i)
+        issue_list(L, (int64_t)i * THREADS + threadIdx.x, lists_per_row, r[i]);
+}
+
+__device__ __forceinline__ void fs_filter_take_lists(const fs_cand_list *__restrict__ cands,
                                                      int64_t row, int64_t lists_per_row,
+                                                     const raw_list (&r)[PER],
                                                      fs_cand_list (&mine)[PER])
 {
-    load_group(cands + row * lists_per_row, 0, lists_per_row, mine);
+    const bool odd = list_odd(cands + row * lists_per_row, threadIdx.x);
+#pragma unroll
+    for (int i = 0; i < PER; ++i)
+        mine[i] = take_list(r[i], odd, (int64_t)i * THREADS + threadIdx.x < lists_per_row);
 }
 
 /* The block's shared state: one instance per kernel, whichever of the
@@ -1192,7 +1246,7 @@ __device__ __forceinline__ void reset_state(resolve_smem &sh)
 }
 
 /* The row's best N = min(64, G) candidates from its lists (`mine`: this
- * thread's share of the first group, fs_filter_load_lists) -- G the length of
+ * thread's share of the first group, fs_filter_take_lists) -- G the length of
  * the exact prefix above D -- into sh.f.s / sh.f.id, in order; returns N,
  * with D's key, the count of finite tokens and G.  Every thread calls it; it
  * ends with a barrier. */

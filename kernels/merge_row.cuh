@@ -98,16 +98,26 @@ __device__ __forceinline__ void fs_merge_row(const fs_merge_io &m, const fs_filt
     if (!warm)
         fs_pdl_wait(); /* launched while the scan may still run */
     fs_probe_resolve_stamp(0);
-    fs_cand_list mine[fsf::PER];
+    /* The loads of the row's first steps go out together once the
+       descriptor is in: its lists (a row that filters) and its tile records
+       (a valid row), and the status its finalize reads.  Loaded one after
+       another, each was one more L2 or DRAM round trip on the path to the
+       resolve -- the five lists of a thread five (fsf::issue_list).  They
+       wait for the descriptor because the scans write a row's lists only
+       when it filters: a speculative read would be of memory no one wrote
+       (compute-sanitizer initcheck). */
+    const bool filt_op = FILT && (filt.sums || filt.fdescs);
     fsf::warm_row wr;
     if (warm)
-        wr = fsf::warm_inputs(mine);
+        wr = fsf::warm_inputs();
     const fs_row_desc d = warm ? wr.d : m.descs[row];
     /* a row this block filters: exported (sharded contexts) or resolved */
-    const bool filt_row =
-        FILT && (d.flags & FS_ROWF_FILTER) && (warm || filt.sums || filt.fdescs);
+    const bool filt_row = FILT && (d.flags & FS_ROWF_FILTER) && (warm || filt_op);
+    fsf::raw_list raw[fsf::PER];
     if (filt_row && !warm)
-        fsf::fs_filter_load_lists(filt.cands, row, filt.lists_per_row, mine);
+        fsf::fs_filter_issue_lists(filt.cands, row, filt.lists_per_row, raw);
+    const int32_t pre_status =
+        threadIdx.x == 0 && !warm && m.fin_op >= 0 ? m.pre_status[row] : (int32_t)FS_ROW_OK;
     fs_record acc;
     fs_record_init(&acc);
     if ((d.flags & FS_ROWF_VALID) && !warm)
@@ -116,6 +126,11 @@ __device__ __forceinline__ void fs_merge_row(const fs_merge_io &m, const fs_filt
     acc = fs_record_block_reduce(acc, scratch);
     if (warm)
         acc = wr.rec;
+    fs_cand_list mine[fsf::PER];
+    if (warm)
+        fsf::warm_lists(mine);
+    else if (filt_row)
+        fsf::fs_filter_take_lists(filt.cands, row, filt.lists_per_row, raw, mine);
     fs_probe_resolve_stamp(1);
     if (filt_row && filt.sums && !warm) {
         /* a shard of a tensor-parallel context: export the row's candidates;
@@ -149,7 +164,7 @@ __device__ __forceinline__ void fs_merge_row(const fs_merge_io &m, const fs_filt
     if (threadIdx.x != 0 || warm)
         return;
     if (m.fin_op >= 0)
-        fs_finalize_row(m.fin_op, acc, d, m.pre_status[row], row, m.out_tokens, m.out_values,
+        fs_finalize_row(m.fin_op, acc, d, pre_status, row, m.out_tokens, m.out_values,
                         m.out_row_status);
     else
         m.row_recs[row] = acc;
