@@ -129,12 +129,14 @@ static __device__ __forceinline__ void fs_push_block(fs_record *rec, fs_cand_lis
             s[i] = fs_score(l[i], b, d.inv_temp);
         }
     }
+    /* s is -inf past cnt: the pushes take all FS_NOISE_BLOCK places (the
+       same results, without i < cnt tests of their own) */
     if (cl)
-        fs_cand_push_block(*cl, (int32_t)t0, cnt, s);
+        fs_cand_push_block(*cl, (int32_t)t0, FS_NOISE_BLOCK, s);
     if (a.tree_rows)
         fs_tree_scan_block(rec, d, a.tree_rows + row, a.tree_child_s + row * FS_TREE_MAX_CHILDREN,
-                           (int32_t)t0, cnt, s);
-    fs_record_push_block(rec, &d, (int32_t)t0, cnt, s);
+                           (int32_t)t0, FS_NOISE_BLOCK, s);
+    fs_record_push_block(rec, &d, (int32_t)t0, FS_NOISE_BLOCK, s);
 }
 
 /* This thread's share of a merge over recs[0 .. n): records first,

@@ -72,8 +72,12 @@ static __device__ __forceinline__ void fs_cand_insert(fs_cand_list &c, float x, 
     }
 }
 
-/* Push the scores of ids id0 .. id0 + n - 1 (-inf: disallowed; NaN and +inf
- * fail the row through its fs_record and are not kept).  The block's tokens
+/* Push the scores of ids id0 .. id0 + n - 1 (-inf: disallowed).  NaN and
+ * +inf fail the row through its fs_record, whose status every resolve checks
+ * first, so the list does not sort them out: NaN is neither counted nor kept
+ * (fmaxf passes over it), +inf may be -- in a row that no resolve reads.
+ * The scans pass n = FS_NOISE_BLOCK with -inf past the block's end, which
+ * compiles the i < n tests away.  The block's tokens
  * are offered best first, (score desc, id asc), while they beat the list's
  * last entry, and the best of the rest only raises drop: the list and drop
  * end as if every token had been offered (the tokens not offered rank below
@@ -94,9 +98,8 @@ static __device__ __forceinline__ void fs_cand_push_block(fs_cand_list &c, int32
     int finite = 0;
 #pragma unroll
     for (int i = 0; i < FS_NOISE_BLOCK; ++i) {
-        const bool f = i < n && s[i] > -INFINITY && s[i] < INFINITY;
-        finite += f ? 1 : 0;
-        v[i] = f ? s[i] : -INFINITY;
+        v[i] = i < n ? s[i] : -INFINITY;
+        finite += v[i] > -INFINITY ? 1 : 0;
     }
     c.count += finite;
     float m = fs_block_max(v);

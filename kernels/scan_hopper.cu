@@ -169,25 +169,39 @@ __device__ __forceinline__ void epi_block(Epi &e, const float *epi, int rr, int 
         s[4 * j + 2] = l4.z;
         s[4 * j + 3] = l4.w;
     }
+    if (n == FS_NOISE_BLOCK && !a.allowed && !a.bias) {
+        /* every block but a row's last, without mask or bias, in a loop of
+           its own: the general one below, which the compiler does not
+           unswitch, runs a branch per token (the same arithmetic: bias 0) */
 #pragma unroll
-    for (int i = 0; i < FS_NOISE_BLOCK; ++i) {
-        float b = 0.0f;
-        bool ok = i < n;
-        if (ok && (a.allowed || a.bias)) {
-            const int64_t gid = g0 + i;
-            if (a.allowed)
-                ok = (__ldg(&a.allowed[e.row * a.words + (gid >> 5)]) >> (gid & 31)) & 1u;
-            if (a.bias && ok)
-                b = __ldg(&a.bias[e.row * a.global_vocab + gid]);
+        for (int i = 0; i < FS_NOISE_BLOCK; ++i)
+            s[i] = fs_score(s[i], 0.0f, e.d.inv_temp);
+    } else {
+#pragma unroll
+        for (int i = 0; i < FS_NOISE_BLOCK; ++i) {
+            float b = 0.0f;
+            bool ok = i < n;
+            if (ok && (a.allowed || a.bias)) {
+                const int64_t gid = g0 + i;
+                if (a.allowed)
+                    ok = (__ldg(&a.allowed[e.row * a.words + (gid >> 5)]) >> (gid & 31)) & 1u;
+                if (a.bias && ok)
+                    b = __ldg(&a.bias[e.row * a.global_vocab + gid]);
+            }
+            s[i] = ok ? fs_score(s[i], b, e.d.inv_temp) : -INFINITY;
         }
-        s[i] = ok ? fs_score(s[i], b, e.d.inv_temp) : -INFINITY;
     }
+    /* s is -inf past n, so the pushes take all FS_NOISE_BLOCK places: the
+       same results, and no i < n test of their own, which the compiler kept
+       as 16 bits of a register, rebuilt every block and unpacked by each
+       push */
     if (FILT && e.filt)
-        fs_cand_push_block(e.cl, (int32_t)g0, n, s);
+        fs_cand_push_block(e.cl, (int32_t)g0, FS_NOISE_BLOCK, s);
     if (a.tree_rows)
         fs_tree_scan_block(&e.rec, e.d, a.tree_rows + e.row,
-                           a.tree_child_s + e.row * FS_TREE_MAX_CHILDREN, (int32_t)g0, n, s);
-    fs_record_push_block(&e.rec, &e.d, (int32_t)g0, n, s);
+                           a.tree_child_s + e.row * FS_TREE_MAX_CHILDREN, (int32_t)g0,
+                           FS_NOISE_BLOCK, s);
+    fs_record_push_block(&e.rec, &e.d, (int32_t)g0, FS_NOISE_BLOCK, s);
 }
 
 template <int BN, bool FILT>
