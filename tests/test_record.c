@@ -119,7 +119,11 @@ static void make_row(fst_rng *r, row_data *x, int ties, int greedy)
             x->s[v] = -INFINITY; /* probability zero */
     }
     int32_t ex = fst_unif(r) < 0.7 ? (int32_t)fst_randint(r, x->V) : -1;
-    x->d = fs_row_desc_make(greedy ? 0.0f : 1.0f, 5, 6, 0, ex, ex, 0);
+    /* verify selects its excluded draft; the record also keeps a selected
+       token of its own, which the block push finds by its place */
+    const double w = fst_unif(r);
+    int32_t sel = w < 0.6 ? ex : w < 0.9 ? (int32_t)fst_randint(r, x->V) : -1;
+    x->d = fs_row_desc_make(greedy ? 0.0f : 1.0f, 5, 6, 0, ex, sel, 0);
 }
 
 /* Build tile records over a random partition into whole noise blocks. */
