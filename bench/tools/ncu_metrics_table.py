@@ -16,12 +16,19 @@ STALLS = ["selected", "long_scoreboard", "barrier", "wait", "math_pipe_throttle"
 
 
 def launches(name):
+    """(launch ID, kernel name) -> {metric: (unit, value text)}, in the
+    export's order; empty when the export holds no launch (ncu's own lines
+    come before the CSV header, and a truncated last row is skipped)."""
     opener = gzip.open if name.endswith(".gz") else open
     rows = list(csv.reader(opener(name, "rt")))
-    hi = next(i for i, r in enumerate(rows) if r and r[0] == "ID")
-    col = {k: i for i, k in enumerate(rows[hi])}
     out = collections.OrderedDict()
+    hi = next((i for i, r in enumerate(rows) if r and r[0] == "ID"), None)
+    if hi is None:
+        return out
+    col = {k: i for i, k in enumerate(rows[hi])}
     for r in rows[hi + 1:]:
+        if len(r) < len(col):
+            continue
         key = (int(r[0]), r[col["Kernel Name"]])
         out.setdefault(key, {})[r[col["Metric Name"]]] = (r[col["Metric Unit"]], r[col["Metric Value"]])
     return out
