@@ -123,11 +123,10 @@ __device__ __forceinline__ unsigned long long entry_key(uint32_t score_key, int3
  * it starts in.  Default caching: the lanes' lists share L1 lines.
  *
  * The loads (issue_list) and the fields put in place from them (take_list)
- * are two steps, and issue_list has no use of a loaded value: with the
- * selects inside the bounds check, as one function had them, every list's
- * branch waited for its own loads, so a thread's five lists came one L2
- * round trip after another -- and the merge kernel's tile records only
- * after them. */
+ * are two steps, and issue_list has no use of a loaded value: a bounds-check
+ * branch that held the selects too would wait for its own loads, and a
+ * thread's five lists would come one L2 round trip after another -- the
+ * merge kernel's tile records only after them. */
 struct raw_list {
     float4 a, b;
     float2 e;
@@ -179,20 +178,33 @@ __device__ __forceinline__ fs_cand_list take_list(const raw_list &r, bool odd, b
 }
 
 /* The lists tid + i THREADS (i < PER) of group g0 (a multiple of
- * PER x THREADS): all their loads in flight at once. */
-__device__ __forceinline__ void load_group(const fs_cand_list *L, int64_t g0, int64_t n,
-                                           fs_cand_list (&c)[PER])
+ * PER x THREADS) in two steps: issue_group's loads all in flight at once,
+ * take_group's fields put in place from them. */
+__device__ __forceinline__ void issue_group(const fs_cand_list *L, int64_t g0, int64_t n,
+                                            raw_list (&r)[PER])
 {
-    raw_list r[PER];
 #pragma unroll
     for (int i = 0; i < PER; ++i)
         issue_list(L, g0 + (int64_t)i * THREADS + threadIdx.x, n, r[i]);
+}
+
+__device__ __forceinline__ void take_group(const fs_cand_list *L, int64_t g0, int64_t n,
+                                           const raw_list (&r)[PER], fs_cand_list (&c)[PER])
+{
     /* THREADS lists apart are 16-byte multiples apart: one parity */
     static_assert(THREADS * sizeof(fs_cand_list) % 16 == 0, "one parity for a thread's lists");
     const bool odd = list_odd(L, g0 + threadIdx.x);
 #pragma unroll
     for (int i = 0; i < PER; ++i)
         c[i] = take_list(r[i], odd, g0 + (int64_t)i * THREADS + threadIdx.x < n);
+}
+
+__device__ __forceinline__ void load_group(const fs_cand_list *L, int64_t g0, int64_t n,
+                                           fs_cand_list (&c)[PER])
+{
+    raw_list r[PER];
+    issue_group(L, g0, n, r);
+    take_group(L, g0, n, r, c);
 }
 
 __device__ __forceinline__ uint32_t umax(uint32_t a, uint32_t b)
@@ -842,26 +854,41 @@ __device__ __forceinline__ void hand_over(int64_t row, const fs_record &rec,
 /* A made-up filtered row whose resolve takes every step a real row's
  * does -- staged prefix, radix rounds, the walk under all three filters, a
  * kept record over two warps -- for the merge kernel's warm-up slots to
- * run (merge_row.cuh; each runs one part, warm_part): its lists are this
- * thread's share in `mine`, in registers, so that the block waits on no
- * memory and runs ahead of the rows.  Lists k < 150 hold the prefix, 600 entries of distinct scores 10 -
- * 0.05 r by rank r (list k, place j: r = 150 j + k, so each list is sorted)
- * above their drop -25, each token in a noise block of its own; the other
- * lists are empty, so all of them are the first group (WARM_LISTS = PER x
- * THREADS lists) and the lists in memory are never read.  Top-k 50, top-p
- * 0.9 and min-p 0.05 keep the best 35: the walk stops inside the
- * candidates, and the row is decided (a made-up row handed over would be
- * handed nowhere: hand_over). */
+ * run (merge_row.cuh; each runs one part, warm_part): warm_inputs gives its
+ * record and descriptors, warm_lists this thread's share of its lists, in
+ * registers, so that the block waits on no memory and runs ahead of the
+ * rows.  Lists k < WARM_FULL (150) hold the prefix, WARM_G (600) entries of
+ * distinct scores warm_score(r) = 10 - 0.05 r by rank r (list k, place j:
+ * r = 150 j + k, so each list is sorted) above their drop WARM_DROP (-25),
+ * each token (warm_id(r)) in a noise block of its own; the other lists are
+ * empty, so all of them are the first group (WARM_LISTS = PER x THREADS
+ * lists) and the lists in memory are never read.  Top-k 50, top-p 0.9 and
+ * min-p 0.05 keep the best 35: the walk stops inside the candidates, and
+ * the row is decided (a made-up row handed over would be handed nowhere:
+ * hand_over). */
 struct warm_row {
     fs_record rec;
     fs_row_desc d;
     fs_filter_desc fd;
 };
 constexpr int64_t WARM_LISTS = (int64_t)PER * THREADS;
+constexpr int WARM_FULL = 150;
+constexpr int WARM_G = WARM_FULL * FS_CAND_LIST;
+constexpr int WARM_COUNT = 1000; /* finite tokens a full list saw */
+constexpr float WARM_DROP = -25.0f;
+
+__device__ __forceinline__ float warm_score(int r)
+{
+    return 10.0f - 0.05f * (float)r;
+}
+
+__device__ __forceinline__ int32_t warm_id(int r)
+{
+    return r * 37 + 11;
+}
 
 __device__ __forceinline__ void warm_lists(fs_cand_list (&mine)[PER])
 {
-    constexpr int WARM_FULL = 150;
 #pragma unroll
     for (int i = 0; i < PER; ++i) {
         const int k = i * THREADS + (int)threadIdx.x;
@@ -871,11 +898,11 @@ __device__ __forceinline__ void warm_lists(fs_cand_list (&mine)[PER])
 #pragma unroll
         for (int j = 0; j < FS_CAND_LIST; ++j) {
             const int r = j * WARM_FULL + k;
-            mine[i].s[j] = 10.0f - 0.05f * (float)r;
-            mine[i].id[j] = r * 37 + 11;
+            mine[i].s[j] = warm_score(r);
+            mine[i].id[j] = warm_id(r);
         }
-        mine[i].drop = -25.0f;
-        mine[i].count = 1000;
+        mine[i].drop = WARM_DROP;
+        mine[i].count = WARM_COUNT;
     }
 }
 
@@ -883,8 +910,8 @@ __device__ __forceinline__ warm_row warm_inputs()
 {
     warm_row w;
     fs_record_init(&w.rec);
-    w.rec.max_s = 10.0f;
-    w.rec.max_id = 11;
+    w.rec.max_s = warm_score(0);
+    w.rec.max_id = warm_id(0);
     w.rec.sum_exp = 20.6f; /* the prefix's ~20.5 and a tail below -25 */
     w.d.inv_temp = 1.0f;
     w.d.flags = FS_ROWF_VALID | FS_ROWF_FILTER;
@@ -909,10 +936,7 @@ __device__ __forceinline__ void fs_filter_issue_lists(const fs_cand_list *__rest
                                                       int64_t row, int64_t lists_per_row,
                                                       raw_list (&r)[PER])
 {
-    const fs_cand_list *L = cands + row * lists_per_row;
-#pragma unroll
-    for (int i = 0; i < PER; ++i)
-        issue_list(L, (int64_t)i * THREADS + threadIdx.x, lists_per_row, r[i]);
+    issue_group(cands + row * lists_per_row, 0, lists_per_row, r);
 }
 
 __device__ __forceinline__ void fs_filter_take_lists(const fs_cand_list *__restrict__ cands,
@@ -920,10 +944,7 @@ __device__ __forceinline__ void fs_filter_take_lists(const fs_cand_list *__restr
                                                      const raw_list (&r)[PER],
                                                      fs_cand_list (&mine)[PER])
 {
-    const bool odd = list_odd(cands + row * lists_per_row, threadIdx.x);
-#pragma unroll
-    for (int i = 0; i < PER; ++i)
-        mine[i] = take_list(r[i], odd, (int64_t)i * THREADS + threadIdx.x < lists_per_row);
+    take_group(cands + row * lists_per_row, 0, lists_per_row, r, mine);
 }
 
 /* The block's shared state: one instance per kernel, whichever of the
@@ -1373,22 +1394,22 @@ __device__ __forceinline__ int decide(int64_t row, const fs_record &rec, const f
 }
 
 /* prefix_candidates' results for warm_inputs' made-up row, without its
- * steps: its best 64 entries (rank r: score 10 - 0.05 r, id 37 r + 11) in
- * sh.f, the state reset, G = 600 and the 150 full lists' counts.  Every
- * thread calls it; it ends with a barrier. */
+ * steps: its best 64 entries (rank r: warm_score(r), warm_id(r)) in sh.f,
+ * the state reset, G = WARM_G and the full lists' counts.  Every thread
+ * calls it; it ends with a barrier. */
 __device__ __forceinline__ int warm_candidates(resolve_smem &sh, uint32_t *kd_out,
                                                int *count_out, int *g_out)
 {
     reset_state(sh);
     const int t = threadIdx.x;
     if (t < FS_FILTER_CANDIDATES) {
-        sh.f.s[t] = 10.0f - 0.05f * (float)t;
-        sh.f.id[t] = t * 37 + 11;
+        sh.f.s[t] = warm_score(t);
+        sh.f.id[t] = warm_id(t);
     }
     __syncthreads();
-    *kd_out = fs_select_key(-25.0f);
-    *count_out = 150 * 1000;
-    *g_out = 600;
+    *kd_out = fs_select_key(WARM_DROP);
+    *count_out = WARM_FULL * WARM_COUNT;
+    *g_out = WARM_G;
     return FS_FILTER_CANDIDATES;
 }
 
