@@ -2,14 +2,15 @@
 """Per kernel (template arguments kept, parameters dropped) of an
 ncu --csv --metrics export: launches, median / p10 / p90 of
 gpu__time_duration.sum and the median of sm__inst_executed.sum; the export
-is read by ncu_metrics_table.launches.
+is read by ncu_csv.read.
 Usage: ncu_kernel_medians.py FILE[.gz] ..."""
 import collections
 import re
 import statistics
 import sys
 
-from ncu_metrics_table import launches, value
+from ncu_csv import read as launches
+from ncu_metrics_table import value
 
 
 def main(names):

@@ -11,9 +11,6 @@ consecutive launches (a benchmark's repetitions of one call) into one row.
 Usage: ncu_launch_ab.py [--reps N] LABEL=GLOB [LABEL=GLOB ...]
 Needs the metrics gpu__time_duration.sum, sm__cycles_elapsed.max and
 launch__grid_size in the export."""
-import collections
-import csv
-import gzip
 import os
 import re
 import statistics
@@ -21,19 +18,15 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ab_labels import labelled_files  # noqa: E402
+from ncu_csv import read  # noqa: E402
 
 
 def launches(name):
-    """[(kernel, {metric: value})] in launch order."""
-    opener = gzip.open if name.endswith(".gz") else open
-    with opener(name, "rt") as f:
-        lines = [line for line in f if line.startswith('"')]
-    by_id = collections.OrderedDict()
-    for row in csv.DictReader(lines):
-        kernel = re.sub(r"\(.*$", "", row["Kernel Name"]).replace("void ", "")
-        entry = by_id.setdefault(int(row["ID"]), (kernel, {}))
-        entry[1][row["Metric Name"]] = row["Metric Value"].replace(",", "")
-    return [by_id[k] for k in sorted(by_id)]
+    """[(kernel, {metric: value})] in launch order (kernel without its
+    parameters and "void ", values without thousands separators)."""
+    return [(re.sub(r"\(.*$", "", kernel).replace("void ", ""),
+             {k: v.replace(",", "") for k, (_, v) in m.items()})
+            for (_, kernel), m in sorted(read(name).items(), key=lambda kv: kv[0][0])]
 
 
 def main(args):

@@ -3,35 +3,15 @@
 not): time, SM clock, grid / cluster, DRAM / L2 / L2->SM bytes, tensor-pipe
 activity, and the stall-sample shares when the export has them.
 Usage: ncu_metrics_table.py [--match REGEX] FILE ..."""
-import collections
-import csv
-import gzip
 import re
 import sys
+
+from ncu_csv import read as launches
 
 SCALE = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3, "byte": 1e-9, "Kbyte": 1e-6,
          "Mbyte": 1e-3, "Gbyte": 1.0, "hz": 1e-6, "cycle/second": 1e-6, "cycle/nsecond": 1e3}
 STALLS = ["selected", "long_scoreboard", "barrier", "wait", "math_pipe_throttle",
           "short_scoreboard", "no_instructions", "dispatch_stall", "mio_throttle"]
-
-
-def launches(name):
-    """(launch ID, kernel name) -> {metric: (unit, value text)}, in the
-    export's order; empty when the export holds no launch (ncu's own lines
-    come before the CSV header, and a truncated last row is skipped)."""
-    opener = gzip.open if name.endswith(".gz") else open
-    rows = list(csv.reader(opener(name, "rt")))
-    out = collections.OrderedDict()
-    hi = next((i for i, r in enumerate(rows) if r and r[0] == "ID"), None)
-    if hi is None:
-        return out
-    col = {k: i for i, k in enumerate(rows[hi])}
-    for r in rows[hi + 1:]:
-        if len(r) < len(col):
-            continue
-        key = (int(r[0]), r[col["Kernel Name"]])
-        out.setdefault(key, {})[r[col["Metric Name"]]] = (r[col["Metric Unit"]], r[col["Metric Value"]])
-    return out
 
 
 def value(m, key):
