@@ -51,7 +51,7 @@ __device__ int fs_probe_resolve_g;
 enum { FS_PROBE_BLOCKS = 1024 };
 __device__ unsigned long long fs_probe_start[FS_PROBE_BLOCKS], fs_probe_arrive[FS_PROBE_BLOCKS];
 /* every block's resolve stamps (fs_probe_resolve_stamp) in ns */
-__device__ unsigned long long fs_probe_steps[FS_PROBE_BLOCKS][9];
+__device__ unsigned long long fs_probe_steps[FS_PROBE_BLOCKS][FS_PROBE_STAMPS];
 __device__ __forceinline__ unsigned long long fs_probe_now()
 {
     unsigned long long t;
@@ -97,7 +97,7 @@ __device__ __forceinline__ void fs_probe_arrivals_print(long long slots, bool wa
             wmax = a > wmax ? a : wmax;
         else if (b < slots)
             rows = a > rows ? a : rows;
-        else if (b >= slots)
+        else
             idle = a > idle ? a : idle;
     }
     const int r0 = warm ? FS_FILTER_WARM_SLOTS : 0;
