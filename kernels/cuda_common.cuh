@@ -44,7 +44,7 @@ typedef struct fs_scan_args {
     int64_t words;        /* ceil(global_vocab / 32) */
     fs_record *tile_recs; /* [rows][tiles_per_row] */
     int64_t tiles_per_row;
-    /* the filters' candidate lists (filter_cands.cuh), one per (row, tile):
+    /* the filters' candidate lists (src/cand_list.h), one per (row, tile):
        cands[row * tiles_per_row + tile] for the rows flagged FS_ROWF_FILTER;
        NULL when the op has no filters */
     fs_cand_list *cands;
@@ -132,7 +132,7 @@ static __device__ __forceinline__ void fs_push_block(fs_record *rec, fs_cand_lis
     /* s is -inf past cnt: the pushes take all FS_NOISE_BLOCK places (the
        same results, without i < cnt tests of their own) */
     if (cl)
-        fs_cand_push_block(*cl, (int32_t)t0, FS_NOISE_BLOCK, s);
+        fs_cand_push_block(cl, (int32_t)t0, s);
     if (a.tree_rows)
         fs_tree_scan_block(rec, d, a.tree_rows + row, a.tree_child_s + row * FS_TREE_MAX_CHILDREN,
                            (int32_t)t0, FS_NOISE_BLOCK, s);
@@ -254,7 +254,7 @@ static __device__ __forceinline__ void fs_tile_epilogue(const float *S, int pitc
         fs_record_init(&rec);
         const bool filt = a.cands && (d.flags & FS_ROWF_FILTER);
         fs_cand_list cl;
-        fs_cand_init(cl);
+        fs_cand_init(&cl);
         const float *srow = S + (size_t)nn * pitch;
         for (int s = lane; s < nslots; s += 32) {
             const int64_t g16 = (B0 + s) * FS_NOISE_BLOCK;

@@ -1,7 +1,7 @@
 /* The filters' one-pass decision on the GPU, run by the merge kernel's block
  * of a filtered row (merge_finalize.cu) once the row's record is merged: the
  * exact prefix of its sorted scores from the scan's candidate lists
- * (filter_cands.cuh), its best FS_FILTER_CANDIDATES as an fs_filter_record,
+ * (src/cand_list.h), its best FS_FILTER_CANDIDATES as an fs_filter_record,
  * then the shared fs_filter_resolve / fs_filter_kept_record
  * (filter_finalize.h) -- the same decisions as the CPU backend -- give the
  * kept record, or the row is handed to the second pass (filter_fallback.cu).
@@ -173,7 +173,7 @@ __device__ __forceinline__ fs_cand_list take_list(const raw_list &r, bool odd, b
     c.drop = odd ? b.z : e.x;
     c.count = __float_as_int(odd ? b.w : e.y);
     if (!ok)
-        fs_cand_init(c);
+        fs_cand_init(&c);
     return c;
 }
 
@@ -892,7 +892,7 @@ __device__ __forceinline__ void warm_lists(fs_cand_list (&mine)[PER])
 #pragma unroll
     for (int i = 0; i < PER; ++i) {
         const int k = i * THREADS + (int)threadIdx.x;
-        fs_cand_init(mine[i]);
+        fs_cand_init(&mine[i]);
         if (k >= WARM_FULL)
             continue;
 #pragma unroll

@@ -196,7 +196,7 @@ __device__ __forceinline__ void epi_block(Epi &e, const float *epi, int rr, int 
        as 16 bits of a register, rebuilt every block and unpacked by each
        push */
     if (FILT && e.filt)
-        fs_cand_push_block(e.cl, (int32_t)g0, FS_NOISE_BLOCK, s);
+        fs_cand_push_block(&e.cl, (int32_t)g0, s);
     if (a.tree_rows)
         fs_tree_scan_block(&e.rec, e.d, a.tree_rows + e.row,
                            a.tree_child_s + e.row * FS_TREE_MAX_CHILDREN, (int32_t)g0,
@@ -330,7 +330,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     e.scan = row_ok && (e.d.flags & FS_ROWF_VALID) ? 1 : 0;
     e.write = row_ok && q == 0 ? 1 : 0;
     e.filt = FILT && e.scan && (e.d.flags & FS_ROWF_FILTER) ? 1 : 0;
-    fs_cand_init(e.cl);
+    fs_cand_init(&e.cl);
     bool pending = false;
     int s = 0, prev_s = 0;
     uint32_t ph = 0;
@@ -402,16 +402,16 @@ __global__ void __launch_bounds__(THREADS, 1)
             a.recs[e.row * a.n_recs + blockIdx.x] = e.rec;
         if (FILT && row_ok) {
             /* every thread's list unmerged: the more lists, the longer the
-               exact prefix they give (filter_cands.cuh) */
+               exact prefix they give (src/cand_list.h) */
             fs_cand_list *out =
                 a.cands + (e.row * a.n_recs + blockIdx.x) * FS_HOPPER_TILE_LISTS;
             if (!e.filt)
-                fs_cand_init(e.cl);
+                fs_cand_init(&e.cl);
             out[q] = e.cl;
             if (q == 0)
                 for (int k = C::TPB; k < FS_HOPPER_TILE_LISTS; ++k) {
                     fs_cand_list none;
-                    fs_cand_init(none);
+                    fs_cand_init(&none);
                     out[k] = none;
                 }
         }

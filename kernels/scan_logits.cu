@@ -35,7 +35,7 @@ __global__ void __launch_bounds__(THREADS)
     fs_record_init(&rec);
     const bool filt = a.cands && (d.flags & FS_ROWF_FILTER); /* uniform over the block */
     fs_cand_list cl;
-    fs_cand_init(cl);
+    fs_cand_init(&cl);
     for (int64_t s = threadIdx.x; s < nslots; s += THREADS) {
         const int64_t g16 = (B0 + s) * FS_NOISE_BLOCK;
         float l[FS_NOISE_BLOCK];
@@ -85,7 +85,7 @@ __global__ void __launch_bounds__(THREADS)
             if (lane < THREADS / 32)
                 cl = cand_scratch[lane];
             else
-                fs_cand_init(cl);
+                fs_cand_init(&cl);
             fs_cand_warp_reduce(cl);
             if (lane == 0)
                 a.cands[row * a.tiles_per_row + c] = cl;

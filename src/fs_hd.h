@@ -26,4 +26,13 @@
 #define FS_UNROLL_HOT
 #endif
 
+/* FS_ROLLED goes before a short loop of data-dependent trip count that device
+ * code should keep as a loop (its body is large; unrolled, every exit would
+ * be a copy of it). */
+#ifdef __CUDA_ARCH__
+#define FS_ROLLED _Pragma("unroll 1")
+#else
+#define FS_ROLLED
+#endif
+
 #endif

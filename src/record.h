@@ -54,7 +54,7 @@ enum fs_row_flags {
     FS_ROWF_VALID = 1u,  /* the row is to be scanned; others are skipped */
     FS_ROWF_GREEDY = 2u, /* temperature 0: no noise, the finalizer uses the argmax */
     FS_ROWF_FILTER = 4u  /* CUDA scans: the row's filters are active, keep its candidate
-                            lists (kernels/filter_cands.cuh) */
+                            lists (src/cand_list.h) */
 };
 
 /* What a scan needs to know about one row, resolved from the per-request
