@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The device call that made this folder (from the repository root, after
-# bench/tools/carry_pack.sh BUILD): the issue-20 sweep, the tree sweep and
-# ncu at 256 / 512 / 1024 rows, on a build of the commit named in README.md.
+# bench/tools/carry_pack.sh BUILD): the issue-20 sweep and the tree sweep on
+# 2647880; the ncu loop at the end made ncu_large_* on 69119aa (README.md).
 set -u
 T0=$(date +%s); el() { echo "$1 $(( $(date +%s) - T0 )) s" >> $OUT/log.txt; }
 bash bench/tools/carry_unpack.sh
