@@ -38,6 +38,9 @@ typedef struct fs_cand_list {
     int32_t count; /* finite allowed tokens seen */
 } fs_cand_list;
 
+/* fs_cand_place below is written out for four entries (C and C++ alike). */
+typedef char fs_cand_list_holds_four[FS_CAND_LIST == 4 ? 1 : -1];
+
 FS_HD void fs_cand_init(fs_cand_list *c)
 {
     for (int i = 0; i < FS_CAND_LIST; ++i) {
@@ -104,12 +107,12 @@ FS_HD void fs_cand_insert(fs_cand_list *c, float x, int32_t id)
  * larger and smaller score and which of the two is the larger (a bit), so
  * that taking a token out only moves its pair's smaller score up -- a step
  * over 8 pairs, not a search, a knock-out and a max over 16 scores (the tile
- * kernel's insert loop 161 -> 93 instructions; H100, 151936 x 4096: filtered
- * verify of 320 rows, two 160-row chunks whose threads push 8 blocks a tile,
- * 1.113 -> 1.087 ms; 1-80 rows, 2-4 blocks a thread and tile, unchanged).  At most
- * FS_CAND_LIST of a block's tokens can enter: after that many, the list's
- * last is the block's FS_CAND_LIST-th best, which the next one does not
- * precede. */
+ * kernel's insert loop 161 -> 93 instructions; H100, 151936 x 4096:
+ * filtered verify of 320 rows, two 160-row chunks whose threads push 8
+ * blocks a tile, 1.113 -> 1.087 ms; 1-80 rows, 2-4 blocks a thread and
+ * tile, unchanged).  At most FS_CAND_LIST of a block's tokens can enter:
+ * after that many, the list's last is the block's FS_CAND_LIST-th best,
+ * which the next one does not precede. */
 FS_HD void fs_cand_push_block(fs_cand_list *c, int32_t id0, const float *s)
 {
     enum { P = FS_NOISE_BLOCK / 2 };
