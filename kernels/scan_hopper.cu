@@ -53,6 +53,7 @@
 #include "hopper_ptx.cuh"
 #include "op_tail.cuh"
 #include "pdl.cuh"
+#include "probe_tail.cuh"
 #include "philox.h"
 #include "record.h"
 #include "record_shfl.cuh"
@@ -309,6 +310,8 @@ __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i)
         acc[i] = 0.0f;
+    fs_probe_tail probe; /* FS_PROBE_TAIL builds only */
+    probe.at_start(ct);
 
     Epi e;
     fs_record_init(&e.rec);
@@ -416,17 +419,20 @@ __global__ void __launch_bounds__(THREADS, 1)
                 }
         }
     }
+    probe.at_done(ct);
     if (!FILT && a.tail.single) {
         /* every CTA's records (and CTA 0's descriptors) written and visible;
            then the op ends as the last-CTA tail (single 1) or as the merge
            and finalize kernels (2) would end it */
         __threadfence();
         cooperative_groups::this_grid().sync();
+        const unsigned long long t_sync = probe.now();
         fs_record *scratch = reinterpret_cast<fs_record *>(smem); /* the stages: all consumed */
         if (a.tail.single == 1) {
             if (blockIdx.x == 0)
                 fs_op_tail_run(a.tail, a.recs, a.n_recs, a.rows, a.descs, ct, NCT, 1, scratch,
                                (C::STAGES * C::STAGE_BYTES) / (int)sizeof(fs_record));
+            probe.at_end(ct, t_sync, (long long)a.rows, (int)a.tail.op);
         } else {
             static_assert(NCT == FS_MERGE_THREADS, "the merge kernel's order");
             fs_op_tail_grid(a.tail, a.recs, a.n_recs, a.rows, a.descs, ct, NCT, 1, scratch);
