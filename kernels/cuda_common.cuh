@@ -189,6 +189,15 @@ static __device__ __forceinline__ void fs_record_warp_reduce(fs_record *r)
     }
 }
 
+/* %globaltimer (ns, one clock for every SM): the timing probes' clock
+ * (probe_resolve.cuh, probe_tail.cuh). */
+static __device__ __forceinline__ unsigned long long fs_globaltimer()
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
 /* bar.sync on barrier `id` for `threads` threads (whole warps; id 0 with
  * every thread of the block is __syncthreads). */
 static __device__ __forceinline__ void fs_named_bar(int id, int threads)

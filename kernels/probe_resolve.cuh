@@ -15,6 +15,8 @@
 #ifndef FS_PROBE_RESOLVE_CUH
 #define FS_PROBE_RESOLVE_CUH
 
+#include "cuda_common.cuh" /* fs_globaltimer */
+
 #ifndef FS_PROBE_RESOLVE
 #define FS_PROBE_RESOLVE 0
 #endif
@@ -52,19 +54,13 @@ enum { FS_PROBE_BLOCKS = 1024 };
 __device__ unsigned long long fs_probe_start[FS_PROBE_BLOCKS], fs_probe_arrive[FS_PROBE_BLOCKS];
 /* every block's resolve stamps (fs_probe_resolve_stamp) in ns */
 __device__ unsigned long long fs_probe_steps[FS_PROBE_BLOCKS][FS_PROBE_STAMPS];
-__device__ __forceinline__ unsigned long long fs_probe_now()
-{
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
 #endif
 
 __device__ __forceinline__ void fs_probe_block_start()
 {
 #if FS_PROBE_RESOLVE
     if (threadIdx.x == 0 && blockIdx.x < FS_PROBE_BLOCKS)
-        fs_probe_start[blockIdx.x] = fs_probe_now();
+        fs_probe_start[blockIdx.x] = fs_globaltimer();
 #endif
 }
 
@@ -72,7 +68,7 @@ __device__ __forceinline__ void fs_probe_block_arrive()
 {
 #if FS_PROBE_RESOLVE
     if (threadIdx.x == 0 && blockIdx.x < FS_PROBE_BLOCKS)
-        fs_probe_arrive[blockIdx.x] = fs_probe_now();
+        fs_probe_arrive[blockIdx.x] = fs_globaltimer();
 #endif
 }
 
@@ -133,7 +129,7 @@ __device__ __forceinline__ void fs_probe_resolve_stamp(int i)
     if (blockIdx.x == FS_PROBE_RESOLVE_BLOCK && threadIdx.x == 0)
         fs_probe_resolve_t[i] = clock64();
     if (blockIdx.x < FS_PROBE_BLOCKS && threadIdx.x == 0)
-        fs_probe_steps[blockIdx.x][i] = fs_probe_now();
+        fs_probe_steps[blockIdx.x][i] = fs_globaltimer();
 #else
     (void)i;
 #endif

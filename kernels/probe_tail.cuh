@@ -14,6 +14,8 @@
 #ifndef FS_PROBE_TAIL_CUH
 #define FS_PROBE_TAIL_CUH
 
+#include "cuda_common.cuh" /* fs_globaltimer */
+
 #ifndef FS_PROBE_TAIL
 #define FS_PROBE_TAIL 0
 #endif
@@ -22,13 +24,6 @@
 #include <cstdio>
 
 __device__ unsigned long long fs_probe_tail_first = ~0ull, fs_probe_tail_last = 0ull;
-
-__device__ __forceinline__ unsigned long long fs_probe_tail_now()
-{
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
 #endif
 
 /* Per-thread stamps: only consumer thread 0 (ct == 0) of a CTA records. */
@@ -40,7 +35,7 @@ struct fs_probe_tail {
     {
 #if FS_PROBE_TAIL
         if (ct == 0)
-            start = fs_probe_tail_now();
+            start = fs_globaltimer();
 #endif
     }
     /* this CTA's records are written */
@@ -48,7 +43,7 @@ struct fs_probe_tail {
     {
 #if FS_PROBE_TAIL
         if (ct == 0) {
-            done = fs_probe_tail_now();
+            done = fs_globaltimer();
             atomicMin(&fs_probe_tail_first, done);
             atomicMax(&fs_probe_tail_last, done);
         }
@@ -59,7 +54,7 @@ struct fs_probe_tail {
     {
 #if FS_PROBE_TAIL
         if (ct == 0 && blockIdx.x == 0) {
-            const unsigned long long end = fs_probe_tail_now();
+            const unsigned long long end = fs_globaltimer();
             const unsigned long long first = fs_probe_tail_first, last = fs_probe_tail_last;
             fs_probe_tail_first = ~0ull; /* for the next launch */
             fs_probe_tail_last = 0ull;
@@ -78,7 +73,7 @@ struct fs_probe_tail {
     __device__ __forceinline__ unsigned long long now() const
     {
 #if FS_PROBE_TAIL
-        return fs_probe_tail_now();
+        return fs_globaltimer();
 #else
         return 0ull;
 #endif
