@@ -51,6 +51,9 @@ typedef struct fs_scan_args {
     /* tree verify only, NULL for every other op (tree_scan.cuh) */
     const fs_tree_row *tree_rows; /* [rows] */
     float *tree_child_s;          /* [rows][FS_TREE_MAX_CHILDREN] */
+    /* 0 for draft argmax, which reads only a record's max, its id and its
+       flags: a scan may then leave sum_exp meaningless (scan_logits.cu) */
+    int lse;
 } fs_scan_args;
 
 /* What a scan kernel needs to end the op itself (op_tail.cuh): the last CTA
@@ -357,7 +360,7 @@ cudaError_t fs_launch_fused_scan(fs_context *ctx, const fs_op_args *a, fs_scan_a
                                  cudaStream_t stream);
 
 /* Scan over materialised logits (scan_logits.cu): tokens per record. */
-int64_t fs_logits_chunk(int64_t rows, int64_t vocab, int sm_count);
+int64_t fs_logits_chunk(int64_t rows, int64_t vocab, int sm_count, int filters);
 cudaError_t fs_launch_scan_logits(const fs_op_args *a, const fs_scan_args *s, int64_t chunk,
                                   cudaStream_t stream);
 

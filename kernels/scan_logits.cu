@@ -1,11 +1,30 @@
 /* Scan over materialised logits [rows, V] (the *_logits ops): one pass, one
  * CTA per (row, chunk of the vocabulary), one record per CTA.
  *
- * A thread takes one noise block (16 consecutive global ids) at a time;
- * consecutive threads take consecutive blocks.  When every block is whole and
- * aligned (vocab_offset and V multiples of 16, 16-byte aligned logits) its
- * logits are four vector loads (16 bytes fp32, 8 bytes fp16/bf16 each);
- * otherwise guarded scalar loads. */
+ * A thread takes BATCH noise blocks (16 consecutive global ids each) at a
+ * time, issuing all their loads before it reduces any of them; consecutive
+ * threads take consecutive blocks.  When every block is whole and aligned
+ * (vocab_offset and V multiples of 16, 16-byte aligned logits) a block's
+ * logits are 16-byte vector loads (two for fp16 / bf16, four for fp32);
+ * otherwise guarded scalar loads.
+ *
+ * Three kernels by what the rows need (Mode), the first two compiled per
+ * dtype:
+ *   ARGMAX  draft argmax (fs_scan_args.lse = 0; it has no bias, mask or
+ *           temperature): a running max and its id per thread, ids rising
+ *           so a strict > keeps the lowest on ties, as the benchmark's
+ *           one-pass argmax does; no exponentials, sum_exp meaningless.
+ *   PLAIN   sample and verify rows without bias, mask, filters or tree:
+ *           fs_record_push_block on the scores.
+ *   FULL    the rest: fs_push_block (bias, mask, candidate lists, tree
+ *           children), dtype read at run time.
+ * Under ncu at 1024 rows of 151936 bf16 logits (H100) the one kernel that
+ * did all three (runtime dtype, every pointer tested per block, one block
+ * a thread per 4096-token CTA) executed 79 warp instructions per 32 tokens
+ * for draft argmax (770 us) and 108 for sampling (1005 us), where the
+ * benchmark's one-pass baselines execute 12 (120 us) and 47 (360 us).  A
+ * CTA ends with a block reduce of its threads' records (~10 record merges
+ * a thread), so chunks are long when rows are many (fs_logits_chunk). */
 #include <cuda_fp16.h>
 
 #include "cuda_common.cuh"
@@ -13,8 +32,65 @@
 namespace {
 
 constexpr int THREADS = FS_SCAN_THREADS;
+/* noise blocks in flight per thread: 32 (fp16 / bf16) or 64 (fp32) bytes of
+   loads each */
+constexpr int BATCH = 2;
 
-__global__ void __launch_bounds__(THREADS)
+enum Mode { ARGMAX, PLAIN, FULL };
+
+/* Logit i of a 16-bit or 32-bit array as float (DT known at compile time
+   in the ARGMAX and PLAIN kernels). */
+template <int DT>
+__device__ __forceinline__ float half_bits(uint32_t h, fs_dtype dt)
+{
+    const fs_dtype t = DT >= 0 ? (fs_dtype)DT : dt;
+    return fs_half_bits_to_float((uint16_t)h, t);
+}
+
+/* The 16 logits of a whole, 16-byte aligned noise block at element e. */
+template <int DT>
+__device__ __forceinline__ void load_block_vec(const void *logits, fs_dtype dt, int64_t e,
+                                               float (&l)[FS_NOISE_BLOCK])
+{
+    const fs_dtype t = DT >= 0 ? (fs_dtype)DT : dt;
+    if (t == FS_DTYPE_F32) {
+        const float4 *p = reinterpret_cast<const float4 *>(static_cast<const float *>(logits) + e);
+#pragma unroll
+        for (int q = 0; q < FS_NOISE_BLOCK / 4; ++q) {
+            const float4 v = __ldg(p + q);
+            l[4 * q + 0] = v.x;
+            l[4 * q + 1] = v.y;
+            l[4 * q + 2] = v.z;
+            l[4 * q + 3] = v.w;
+        }
+    } else {
+        const uint4 *p =
+            reinterpret_cast<const uint4 *>(static_cast<const unsigned short *>(logits) + e);
+#pragma unroll
+        for (int q = 0; q < FS_NOISE_BLOCK / 8; ++q) {
+            const uint4 v = __ldg(p + q);
+            const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                l[8 * q + 2 * k] = half_bits<DT>(w[k] & 0xffffu, dt);
+                l[8 * q + 2 * k + 1] = half_bits<DT>(w[k] >> 16, dt);
+            }
+        }
+    }
+}
+
+/* Draft argmax's running state: the thread's max over finite scores and its
+   lowest id, and whether a score was NaN or +inf (the record's flag). */
+struct MaxRun {
+    float best;
+    int32_t id;
+    bool bad;
+};
+
+/* DT: an fs_dtype, or -1 (FULL: read dt at run time).  ARGMAX fits in 64
+   registers, four CTAs an SM, as the benchmark's argmax pass does. */
+template <int DT, Mode MODE>
+__global__ void __launch_bounds__(THREADS, MODE == ARGMAX ? 4 : 2)
     fs_scan_logits_kernel(const void *__restrict__ logits, fs_dtype dt, int vec, int64_t chunk,
                           int64_t chunks, fs_scan_args a)
 {
@@ -33,43 +109,68 @@ __global__ void __launch_bounds__(THREADS)
 
     fs_record rec;
     fs_record_init(&rec);
-    const bool filt = a.cands && (d.flags & FS_ROWF_FILTER); /* uniform over the block */
+    MaxRun mr = {-INFINITY, -1, false};
+    /* uniform over the block */
+    const bool filt = MODE == FULL && a.cands && (d.flags & FS_ROWF_FILTER);
     fs_cand_list cl;
     fs_cand_init(&cl);
-    for (int64_t s = threadIdx.x; s < nslots; s += THREADS) {
-        const int64_t g16 = (B0 + s) * FS_NOISE_BLOCK;
-        float l[FS_NOISE_BLOCK];
-        int64_t t0;
-        int cnt;
-        if (vec) {
-            t0 = g16;
-            cnt = FS_NOISE_BLOCK;
+    for (int64_t s0 = threadIdx.x; s0 < nslots; s0 += BATCH * THREADS) {
+        float l[BATCH][FS_NOISE_BLOCK];
+        int64_t t0[BATCH];
+        int cnt[BATCH];
 #pragma unroll
-            for (int q = 0; q < FS_NOISE_BLOCK / 4; ++q) {
-                const int64_t e = row_base + g16 + 4 * q;
-                if (dt == FS_DTYPE_F32) {
-                    float4 v = __ldg(reinterpret_cast<const float4 *>(static_cast<const float *>(logits) + e));
-                    l[4 * q + 0] = v.x;
-                    l[4 * q + 1] = v.y;
-                    l[4 * q + 2] = v.z;
-                    l[4 * q + 3] = v.w;
-                } else {
-                    uint2 v = __ldg(reinterpret_cast<const uint2 *>(static_cast<const unsigned short *>(logits) + e));
-                    l[4 * q + 0] = fs_half_bits_to_float((uint16_t)(v.x & 0xffffu), dt);
-                    l[4 * q + 1] = fs_half_bits_to_float((uint16_t)(v.x >> 16), dt);
-                    l[4 * q + 2] = fs_half_bits_to_float((uint16_t)(v.y & 0xffffu), dt);
-                    l[4 * q + 3] = fs_half_bits_to_float((uint16_t)(v.y >> 16), dt);
-                }
+        for (int b = 0; b < BATCH; ++b) {
+            const int64_t s = s0 + (int64_t)b * THREADS;
+            const int64_t g16 = (B0 + s) * FS_NOISE_BLOCK;
+            cnt[b] = 0;
+            t0[b] = g16;
+            if (s >= nslots)
+                continue;
+            if (vec) {
+                cnt[b] = FS_NOISE_BLOCK;
+                load_block_vec<DT>(logits, dt, row_base + g16, l[b]);
+            } else {
+                t0[b] = g16 > gb ? g16 : gb;
+                const int64_t t1 = g16 + FS_NOISE_BLOCK < ge ? g16 + FS_NOISE_BLOCK : ge;
+                cnt[b] = (int)(t1 - t0[b]);
+#pragma unroll
+                for (int i = 0; i < FS_NOISE_BLOCK; ++i)
+                    l[b][i] = i < cnt[b] ? fs_load_elem(logits, row_base + t0[b] + i,
+                                                        DT >= 0 ? (fs_dtype)DT : dt)
+                                         : -INFINITY;
             }
-        } else {
-            t0 = g16 > gb ? g16 : gb;
-            const int64_t t1 = g16 + FS_NOISE_BLOCK < ge ? g16 + FS_NOISE_BLOCK : ge;
-            cnt = (int)(t1 - t0);
-#pragma unroll
-            for (int i = 0; i < FS_NOISE_BLOCK; ++i)
-                l[i] = i < cnt ? fs_load_elem(logits, row_base + t0 + i, dt) : 0.0f;
         }
-        fs_push_block(&rec, filt ? &cl : nullptr, d, a, row, t0, cnt, l);
+#pragma unroll
+        for (int b = 0; b < BATCH; ++b) {
+            if (cnt[b] == 0)
+                continue;
+            if (MODE == ARGMAX) {
+#pragma unroll
+                for (int i = 0; i < FS_NOISE_BLOCK; ++i) {
+                    const float x = fs_score(l[b][i], 0.0f, d.inv_temp);
+                    const bool fin = x < INFINITY; /* false for NaN and +inf */
+                    mr.bad |= !fin;
+                    if (fin && x > mr.best) {
+                        mr.best = x;
+                        mr.id = (int32_t)t0[b] + i;
+                    }
+                }
+            } else if (MODE == PLAIN) {
+                float sc[FS_NOISE_BLOCK];
+#pragma unroll
+                for (int i = 0; i < FS_NOISE_BLOCK; ++i)
+                    sc[i] = i < cnt[b] ? fs_score(l[b][i], 0.0f, d.inv_temp) : -INFINITY;
+                fs_record_push_block(&rec, &d, (int32_t)t0[b], FS_NOISE_BLOCK, sc);
+            } else {
+                fs_push_block(&rec, filt ? &cl : nullptr, d, a, row, t0[b], cnt[b], l[b]);
+            }
+        }
+    }
+    if (MODE == ARGMAX) {
+        if (mr.bad)
+            rec.flags |= FS_REC_NONFINITE;
+        if (mr.id >= 0)
+            fs_record_add_lse(&rec, mr.best, mr.id, 1.0f);
     }
     rec = fs_record_block_reduce(rec, scratch);
     if (threadIdx.x == 0)
@@ -93,15 +194,35 @@ __global__ void __launch_bounds__(THREADS)
     }
 }
 
+template <Mode MODE>
+void launch_typed(const fs_op_args *a, const fs_scan_args *s, bool vec, int64_t chunk,
+                  int64_t chunks, unsigned blocks, cudaStream_t stream)
+{
+    const fs_dtype dt = a->logits_dtype;
+    if (dt == FS_DTYPE_F32)
+        fs_scan_logits_kernel<FS_DTYPE_F32, MODE>
+            <<<blocks, THREADS, 0, stream>>>(a->logits, dt, vec, chunk, chunks, *s);
+    else if (dt == FS_DTYPE_F16)
+        fs_scan_logits_kernel<FS_DTYPE_F16, MODE>
+            <<<blocks, THREADS, 0, stream>>>(a->logits, dt, vec, chunk, chunks, *s);
+    else
+        fs_scan_logits_kernel<FS_DTYPE_BF16, MODE>
+            <<<blocks, THREADS, 0, stream>>>(a->logits, dt, vec, chunk, chunks, *s);
+}
+
 } // namespace
 
-/* Tokens per block (and per record): large chunks for many rows, smaller ones
- * when there are too few (row, chunk) blocks to fill the GPU.  Always a
- * multiple of FS_REC_MIN_TOKENS, so the workspace bound holds. */
-int64_t fs_logits_chunk(int64_t rows, int64_t vocab, int sm_count)
+/* Tokens per block (and per record): long chunks when rows are many, shorter
+ * ones when there are too few (row, chunk) blocks to fill the GPU.  Always a
+ * multiple of FS_REC_MIN_TOKENS, so the workspace bound holds.  An op with
+ * filters keeps chunks of at most 4096 tokens: each keeps a candidate list,
+ * and the lists' count sets how long a prefix of the row the one pass
+ * knows exactly (DESIGN, "Sampling filters"); without filters, up to
+ * 65536 (8 loops of BATCH blocks a thread before the CTA's reduce). */
+int64_t fs_logits_chunk(int64_t rows, int64_t vocab, int sm_count, int filters)
 {
     const int64_t target = 4 * (int64_t)(sm_count > 0 ? sm_count : 100);
-    int64_t chunk = 4096;
+    int64_t chunk = filters ? 4096 : 65536;
     while (chunk > 256 && rows * ((vocab + chunk - 1) / chunk) < target)
         chunk >>= 1;
     return chunk;
@@ -114,10 +235,15 @@ cudaError_t fs_launch_scan_logits(const fs_op_args *a, const fs_scan_args *s, in
     const int64_t blocks = a->rows * chunks;
     if (blocks > 0x7fffffff)
         return cudaErrorInvalidConfiguration;
-    const size_t es = a->logits_dtype == FS_DTYPE_F32 ? 4 : 2;
     const bool vec = a->vocab_offset % FS_NOISE_BLOCK == 0 && a->vocab_size % FS_NOISE_BLOCK == 0 &&
-                     ((uintptr_t)a->logits & (4 * es - 1)) == 0;
-    fs_scan_logits_kernel<<<(unsigned)blocks, THREADS, 0, stream>>>(
-        a->logits, a->logits_dtype, vec ? 1 : 0, chunk, chunks, *s);
+                     ((uintptr_t)a->logits & 15) == 0;
+    const bool plain = !s->bias && !s->allowed && !s->cands && !s->tree_rows;
+    if (!s->lse)
+        launch_typed<ARGMAX>(a, s, vec, chunk, chunks, (unsigned)blocks, stream);
+    else if (plain)
+        launch_typed<PLAIN>(a, s, vec, chunk, chunks, (unsigned)blocks, stream);
+    else
+        fs_scan_logits_kernel<-1, FULL><<<(unsigned)blocks, THREADS, 0, stream>>>(
+            a->logits, a->logits_dtype, vec ? 1 : 0, chunk, chunks, *s);
     return cudaGetLastError();
 }

@@ -273,6 +273,11 @@ static void test_logits(void **state)
         {0, FS_DTYPE_BF16, 1001, 0, 64, 1, 0},
         {0, FS_DTYPE_F16, 5000, 0, 300, 0, 0},
         {0, FS_DTYPE_F32, 40000, 0, 2, 0, 0},
+        /* V a multiple of 16: 16-byte loads of whole noise blocks; 300 rows
+           take 16384-token chunks (fs_logits_chunk), 2 loops a thread */
+        {0, FS_DTYPE_BF16, 32000, 0, 300, 1, 0},
+        {0, FS_DTYPE_F16, 50000, 0, 40, 0, 0},
+        {0, FS_DTYPE_BF16, 4096, 0, 64, 0, 1},
     };
     run_cases(cs, sizeof cs / sizeof cs[0]);
 }
@@ -308,6 +313,56 @@ static void test_verify_long_drafts(void **state)
     run_verify_cases(cs, sizeof cs / sizeof cs[0], DRAFTS_LONG, 91);
 }
 
+/* Draft argmax over logits picks the lowest id among equal maxima, however
+ * the maxima fall: within a noise block, in one thread's later blocks
+ * (600 rows take one 65536-token chunk a row: a thread's blocks are 4096
+ * ids apart), in other threads and past the chunk.  The max is a bf16
+ * value, so it ties exactly in every dtype. */
+static void test_logits_argmax_ties(void **state)
+{
+    (void)state;
+    const int64_t V = 40000, rows = gt_small_mode() ? 40 : 600;
+    const fs_dtype dts[] = {FS_DTYPE_BF16, FS_DTYPE_F32};
+    for (size_t k = 0; k < sizeof dts / sizeof dts[0]; ++k) {
+        float *l = fst_gen_logits(77 + k, rows, V, 3.0);
+        int32_t *lowest = malloc(sizeof(int32_t) * (size_t)rows);
+        for (int64_t r = 0; r < rows; ++r) {
+            const int64_t q = 16 * ((r * 37) % 200); /* a block of thread (q / 16) % 256 */
+            const int64_t at[] = {q + 9, q + 1, q + 1 + 4096, q + 1 + 8192, q + 1 + 16 * 17,
+                                  V - 1};
+            lowest[r] = (int32_t)(q + 1);
+            for (size_t j = 0; j < sizeof at / sizeof at[0]; ++j)
+                l[r * V + at[j]] = 64.0f;
+        }
+        void *packed = fst_pack(l, (size_t)(rows * V), dts[k]);
+        gt_in in;
+        memset(&in, 0, sizeof in);
+        in.op = GT_ARGMAX;
+        in.dt = dts[k];
+        in.V = V;
+        in.rows = in.requests = rows;
+        in.logits = packed;
+        gt_out co, go;
+        gt_out_alloc(&in, &co);
+        gt_out_alloc(&in, &go);
+        gt_run(fst_cpu_ctx(), &in, &co);
+        gt_run(gt_gpu_ctx(), &in, &go);
+        assert_int_equal(co.ret, FS_OK);
+        assert_int_equal(go.ret, FS_OK);
+        for (int64_t r = 0; r < rows; ++r) {
+            assert_int_equal(co.tok[r], lowest[r]);
+            assert_int_equal(go.tok[r], lowest[r]);
+            assert_int_equal(go.st[r], FS_ROW_OK);
+            assert_true(go.val[r] == 64.0f);
+        }
+        gt_out_free(&co);
+        gt_out_free(&go);
+        free(packed);
+        free(lowest);
+        free(l);
+    }
+}
+
 static void test_summary(void **state)
 {
     (void)state;
@@ -326,7 +381,7 @@ int main(void)
         cmocka_unit_test(test_fused_bf16),       cmocka_unit_test(test_fused_f16),
         cmocka_unit_test(test_fused_f32),        cmocka_unit_test(test_logits),
         cmocka_unit_test(test_verify_no_drafts), cmocka_unit_test(test_verify_long_drafts),
-        cmocka_unit_test(test_summary),
+        cmocka_unit_test(test_logits_argmax_ties), cmocka_unit_test(test_summary),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
