@@ -367,7 +367,8 @@ cudaError_t fs_launch_scan(fs_context *ctx, const fs_op_args *a, fs_scan_args *s
         return fs_launch_fused_scan(ctx, a, s, tail, tail_ran, tile_kernel, stream);
     *tail_ran = false;
     *tile_kernel = false;
-    const int64_t chunk = fs_logits_chunk(a->rows, a->vocab_size, ctx->sm_count, s->cands != nullptr);
+    const int64_t chunk =
+        fs_logits_chunk(a->rows, a->vocab_size, ctx->sm_count, s->cands != nullptr);
     s->tiles_per_row = (a->vocab_size + chunk - 1) / chunk;
     return fs_launch_scan_logits(a, s, chunk, stream);
 }

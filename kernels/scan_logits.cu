@@ -38,8 +38,8 @@ constexpr int BATCH = 2;
 
 enum Mode { ARGMAX, PLAIN, FULL };
 
-/* Logit i of a 16-bit or 32-bit array as float (DT known at compile time
-   in the ARGMAX and PLAIN kernels). */
+/* A 16-bit logit's bits as float (DT: its dtype when known at compile
+   time, as in the ARGMAX and PLAIN kernels; -1: dt). */
 template <int DT>
 __device__ __forceinline__ float half_bits(uint32_t h, fs_dtype dt)
 {

@@ -14,7 +14,8 @@
 # BUILD: a build tree configured for the device's GPU (e.g.
 # -DCMAKE_CUDA_ARCHITECTURES=90a-real, benchmarks on).  Packs its GPU test
 # executables with the CTest files that name them, and bench/flashspec_bench
-# and bench/tree_bench of BUILD and of BASE_BUILD, into carry-bin/all.txz
+# and bench/tree_bench of BUILD and of BASE_BUILD (and BUILD's
+# bench/libfs_kernel_trace.so, if built), into carry-bin/all.txz
 # with absolute paths (they unpack where they were built), and downloads
 # cmocka's and GSL's packages (libraries and headers, as run_gpu_tests.sh
 # lists them) into .deps/ when it holds none.  On the
@@ -55,6 +56,8 @@ for b in "$@"; do
     fi
   done
 done
+# the kernel timeline library (bench/tools/kernel_trace.c), where it was built
+[ -f "$build/bench/libfs_kernel_trace.so" ] && echo "$build/bench/libfs_kernel_trace.so" >>"$list"
 mkdir -p carry-bin
 tar cPf - -T "$list" | xz -T1 -9 >carry-bin/all.txz
 echo "carry-bin/all.txz: $(wc -l <"$list") files, $(du -h carry-bin/all.txz | cut -f1)"
