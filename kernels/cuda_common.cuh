@@ -359,8 +359,7 @@ cudaError_t fs_launch_fused_scan(fs_context *ctx, const fs_op_args *a, fs_scan_a
                                  const fs_tail_args *tail, bool *tail_ran, bool *tile_kernel,
                                  cudaStream_t stream);
 
-/* Scan over materialised logits (scan_logits.cu): tokens per record. */
-int64_t fs_logits_chunk(int64_t rows, int64_t vocab, int sm_count, int filters);
+/* Scan over materialised logits (scan_logits.cu; its chunking: logits_plan.h). */
 cudaError_t fs_launch_scan_logits(const fs_op_args *a, const fs_scan_args *s, int64_t chunk,
                                   cudaStream_t stream);
 

@@ -38,6 +38,7 @@
 #include "dtype.h"
 #include "filter_check.h"
 #include "filter_gpu.cuh"
+#include "logits_plan.h"
 #include "scan_hopper.cuh"
 #include "tp_exchange.cuh"
 

@@ -28,6 +28,7 @@
 #include <cuda_fp16.h>
 
 #include "cuda_common.cuh"
+#include "logits_plan.h"
 
 namespace {
 
@@ -212,18 +213,14 @@ void launch_typed(const fs_op_args *a, const fs_scan_args *s, bool vec, int64_t 
 
 } // namespace
 
-/* Tokens per block (and per record): long chunks when rows are many, shorter
- * ones when there are too few (row, chunk) blocks to fill the GPU.  Always a
- * multiple of FS_REC_MIN_TOKENS, so the workspace bound holds.  An op with
- * filters keeps chunks of at most 4096 tokens: each keeps a candidate list,
- * and the lists' count sets how long a prefix of the row the one pass
- * knows exactly (DESIGN, "Sampling filters"); without filters, up to
- * 65536 (8 loops of BATCH blocks a thread before the CTA's reduce). */
+/* Long chunks when rows are many: each CTA ends in one block reduce of its
+ * records, 8 loops of BATCH blocks a thread at FS_LOGITS_CHUNK_MAX. */
 int64_t fs_logits_chunk(int64_t rows, int64_t vocab, int sm_count, int filters)
 {
+    static_assert(FS_LOGITS_CHUNK_MIN % FS_REC_MIN_TOKENS == 0, "the workspace's record bound");
     const int64_t target = 4 * (int64_t)(sm_count > 0 ? sm_count : 100);
-    int64_t chunk = filters ? 4096 : 65536;
-    while (chunk > 256 && rows * ((vocab + chunk - 1) / chunk) < target)
+    int64_t chunk = filters ? FS_LOGITS_CHUNK_MAX_FILTERED : FS_LOGITS_CHUNK_MAX;
+    while (chunk > FS_LOGITS_CHUNK_MIN && rows * ((vocab + chunk - 1) / chunk) < target)
         chunk >>= 1;
     return chunk;
 }
