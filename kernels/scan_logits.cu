@@ -39,16 +39,9 @@ constexpr int BATCH = 2;
 
 enum Mode { ARGMAX, PLAIN, FULL };
 
-/* A 16-bit logit's bits as float (DT: its dtype when known at compile
-   time, as in the ARGMAX and PLAIN kernels; -1: dt). */
-template <int DT>
-__device__ __forceinline__ float half_bits(uint32_t h, fs_dtype dt)
-{
-    const fs_dtype t = DT >= 0 ? (fs_dtype)DT : dt;
-    return fs_half_bits_to_float((uint16_t)h, t);
-}
-
-/* The 16 logits of a whole, 16-byte aligned noise block at element e. */
+/* The 16 logits of a whole, 16-byte aligned noise block at element e (DT:
+   the dtype when known at compile time, as in the ARGMAX and PLAIN
+   kernels; -1: dt). */
 template <int DT>
 __device__ __forceinline__ void load_block_vec(const void *logits, fs_dtype dt, int64_t e,
                                                float (&l)[FS_NOISE_BLOCK])
@@ -73,8 +66,8 @@ __device__ __forceinline__ void load_block_vec(const void *logits, fs_dtype dt, 
             const uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
             for (int k = 0; k < 4; ++k) {
-                l[8 * q + 2 * k] = half_bits<DT>(w[k] & 0xffffu, dt);
-                l[8 * q + 2 * k + 1] = half_bits<DT>(w[k] >> 16, dt);
+                l[8 * q + 2 * k] = fs_half_bits_to_float((uint16_t)(w[k] & 0xffffu), t);
+                l[8 * q + 2 * k + 1] = fs_half_bits_to_float((uint16_t)(w[k] >> 16), t);
             }
         }
     }
