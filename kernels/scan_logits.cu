@@ -43,7 +43,7 @@ enum Mode { ARGMAX, PLAIN, FULL };
    the dtype when known at compile time, as in the ARGMAX and PLAIN
    kernels; -1: dt). */
 template <int DT>
-__device__ __forceinline__ void load_block_vec(const void *logits, fs_dtype dt, int64_t e,
+__device__ __forceinline__ void load_block_vec(const void *logits, fs_dtype dt, int e,
                                                float (&l)[FS_NOISE_BLOCK])
 {
     const fs_dtype t = DT >= 0 ? (fs_dtype)DT : dt;
@@ -95,11 +95,17 @@ __global__ void __launch_bounds__(THREADS, MODE == ARGMAX ? 4 : 2)
     if (!(d.flags & FS_ROWF_VALID))
         return; /* uniform over the block */
 
+    /* Token ids (global, < 2^31 as fs_op_args requires) and slots in 32
+       bits; only the row's start needs 64 (rows x V can pass 2^31). */
     const int64_t V = a.vocab;
-    const int64_t lb = c * chunk, le = lb + chunk < V ? lb + chunk : V; /* local range */
-    const int64_t gb = a.vocab_offset + lb, ge = a.vocab_offset + le; /* global range */
-    const int64_t B0 = gb / FS_NOISE_BLOCK, nslots = (ge - 1) / FS_NOISE_BLOCK - B0 + 1;
-    const int64_t row_base = row * V - a.vocab_offset; /* element of global id 0 in this row */
+    const int voff = (int)a.vocab_offset;
+    const int lb = (int)(c * chunk), le = (int)(lb + chunk < V ? lb + chunk : V); /* local range */
+    const int gb = voff + lb, ge = voff + le;                                     /* global range */
+    const int B0 = gb / FS_NOISE_BLOCK, nslots = (ge - 1) / FS_NOISE_BLOCK - B0 + 1;
+    const fs_dtype et = DT >= 0 ? (fs_dtype)DT : dt;
+    /* element 0 of this row: logit of global id t at [t - voff] */
+    const void *rowp = static_cast<const char *>(logits) +
+                       row * V * (et == FS_DTYPE_F32 ? 4 : 2);
 
     fs_record rec;
     fs_record_init(&rec);
@@ -108,30 +114,30 @@ __global__ void __launch_bounds__(THREADS, MODE == ARGMAX ? 4 : 2)
     const bool filt = MODE == FULL && a.cands && (d.flags & FS_ROWF_FILTER);
     fs_cand_list cl;
     fs_cand_init(&cl);
-    for (int64_t s0 = threadIdx.x; s0 < nslots; s0 += BATCH * THREADS) {
+    for (int s0 = threadIdx.x; s0 < nslots; s0 += BATCH * THREADS) {
         float l[BATCH][FS_NOISE_BLOCK];
-        int64_t t0[BATCH];
+        int t0[BATCH];
         int cnt[BATCH];
 #pragma unroll
         for (int b = 0; b < BATCH; ++b) {
-            const int64_t s = s0 + (int64_t)b * THREADS;
-            const int64_t g16 = (B0 + s) * FS_NOISE_BLOCK;
+            const int s = s0 + b * THREADS;
             cnt[b] = 0;
-            t0[b] = g16;
+            t0[b] = 0;
             if (s >= nslots)
                 continue;
+            const int g16 = (B0 + s) * FS_NOISE_BLOCK;
+            t0[b] = g16;
             if (vec) {
                 cnt[b] = FS_NOISE_BLOCK;
-                load_block_vec<DT>(logits, dt, row_base + g16, l[b]);
+                load_block_vec<DT>(rowp, dt, g16 - voff, l[b]);
             } else {
                 t0[b] = g16 > gb ? g16 : gb;
-                const int64_t t1 = g16 + FS_NOISE_BLOCK < ge ? g16 + FS_NOISE_BLOCK : ge;
-                cnt[b] = (int)(t1 - t0[b]);
+                const int t1 = ge - g16 > FS_NOISE_BLOCK ? g16 + FS_NOISE_BLOCK : ge;
+                cnt[b] = t1 - t0[b];
+                /* -inf past cnt: every score there is -inf too (inv_temp > 0) */
 #pragma unroll
                 for (int i = 0; i < FS_NOISE_BLOCK; ++i)
-                    l[b][i] = i < cnt[b] ? fs_load_elem(logits, row_base + t0[b] + i,
-                                                        DT >= 0 ? (fs_dtype)DT : dt)
-                                         : -INFINITY;
+                    l[b][i] = i < cnt[b] ? fs_load_elem(rowp, t0[b] - voff + i, et) : -INFINITY;
             }
         }
 #pragma unroll
@@ -146,15 +152,15 @@ __global__ void __launch_bounds__(THREADS, MODE == ARGMAX ? 4 : 2)
                     mr.bad |= !fin;
                     if (fin && x > mr.best) {
                         mr.best = x;
-                        mr.id = (int32_t)t0[b] + i;
+                        mr.id = t0[b] + i;
                     }
                 }
             } else if (MODE == PLAIN) {
                 float sc[FS_NOISE_BLOCK];
 #pragma unroll
                 for (int i = 0; i < FS_NOISE_BLOCK; ++i)
-                    sc[i] = i < cnt[b] ? fs_score(l[b][i], 0.0f, d.inv_temp) : -INFINITY;
-                fs_record_push_block(&rec, &d, (int32_t)t0[b], FS_NOISE_BLOCK, sc);
+                    sc[i] = fs_score(l[b][i], 0.0f, d.inv_temp);
+                fs_record_push_block(&rec, &d, t0[b], FS_NOISE_BLOCK, sc);
             } else {
                 fs_push_block(&rec, filt ? &cl : nullptr, d, a, row, t0[b], cnt[b], l[b]);
             }
@@ -207,7 +213,7 @@ void launch_typed(const fs_op_args *a, const fs_scan_args *s, bool vec, int64_t 
 } // namespace
 
 /* Long chunks when rows are many: each CTA ends in one block reduce of its
- * records, 8 loops of BATCH blocks a thread at FS_LOGITS_CHUNK_MAX. */
+ * records, 32 loops of BATCH blocks a thread at FS_LOGITS_CHUNK_MAX. */
 int64_t fs_logits_chunk(int64_t rows, int64_t vocab, int sm_count, int filters)
 {
     static_assert(FS_LOGITS_CHUNK_MIN % FS_REC_MIN_TOKENS == 0, "the workspace's record bound");

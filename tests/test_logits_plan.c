@@ -52,9 +52,10 @@ static void test_filtered_cases(void **state)
     assert_int_equal(fs_logits_chunk(8, 20011, 132, 1), 256);
     assert_int_equal(fs_logits_chunk(4, 40009, 132, 1), 256);
     assert_int_equal(fs_logits_chunk(2000, 151936, 132, 1), 4096);
-    assert_int_equal(fs_logits_chunk(2000, 151936, 132, 0), 65536);
-    /* 1024 rows of 151936: three 65536-token chunks a row */
-    assert_int_equal(fs_logits_chunk(1024, 151936, 132, 0), 65536);
+    assert_int_equal(fs_logits_chunk(2000, 151936, 132, 0), 262144);
+    /* 1024 rows of 151936: a CTA a row; 256 rows: three 65536-token chunks */
+    assert_int_equal(fs_logits_chunk(1024, 151936, 132, 0), 262144);
+    assert_int_equal(fs_logits_chunk(256, 151936, 132, 0), 65536);
 }
 
 int main(void)
