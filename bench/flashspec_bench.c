@@ -47,6 +47,7 @@ typedef struct options {
     int nrequests;
     int drafts;
     int reps, warmup, rounds; /* reps: calls per method and round */
+    int rotate;               /* rounds before the last start at other methods */
     int do_sample, do_argmax, do_verify;
     int tune_gemm;
     size_t copy_mib;
@@ -430,6 +431,11 @@ static void check_verify(bench *b, const method *m, bench_row *r)
  * power cap lowers during the configuration lowers every method alike.  The
  * outputs are checked after each method's calls in the last round, in the
  * methods' order (a family's reference before the methods compared with it).
+ * With --order rotate (the default) the earlier rounds start at other
+ * methods -- round r < rounds - 1 at method (r + 1) * n / rounds, going
+ * round the list -- so that a method does not always follow the same one:
+ * at 512-1024 rows the same cuBLAS kernel ran 818-984 / 1607-1900 us
+ * depending on which method's round it headed (H100, kernel_trace.c).
  * A row per method is added at the end: the median and quantiles of all its
  * calls, and the lowest and highest of its round medians.  list[0] is the
  * matmul alone, whose median is the others' matmul_ms. */
@@ -465,7 +471,9 @@ static void run_config(bench *b, const method *const *list, int n)
     }
     for (int round = 0; round < o->rounds; ++round) {
         const char *family = NULL;
-        for (int i = 0; i < n; ++i) {
+        const int shift = o->rotate && round < o->rounds - 1 ? (round + 1) * n / o->rounds % n : 0;
+        for (int j = 0; j < n; ++j) {
+            const int i = (j + shift) % n;
             const method *m = list[i];
             bench_row *r = &rows[i];
             if (!family || strcmp(family, m->family) != 0) {
@@ -722,6 +730,9 @@ static void usage(FILE *f)
             "                         rounds' calls is reported (default 20)\n"
             "  --warmup N             untimed calls before a method's first round (default 5;\n"
             "                         one before each later round)\n"
+            "  --order rotate|fixed   methods' order in the rounds before the last: each\n"
+            "                         starting at another method (default), or the list's\n"
+            "                         order in every round\n"
             "  --gemm tuned|heuristic cuBLASLt: fastest of 16 candidates (default) or first\n"
             "  --copy-mib N           size of the bandwidth-probe copy (default 1024)\n"
             "  --flush dirty|clean    L2 before each call: full of a memset's dirty lines\n"
@@ -799,6 +810,7 @@ static void parse_options(int argc, char **argv, options *o)
     o->reps = quick ? 5 : 20;
     o->rounds = quick ? 2 : 3;
     o->warmup = quick ? 2 : 5;
+    o->rotate = 1;
     o->do_sample = o->do_argmax = o->do_verify = 1;
     o->tune_gemm = 1;
     o->copy_mib = 1024;
@@ -829,6 +841,9 @@ static void parse_options(int argc, char **argv, options *o)
         } else if (strcmp(a, "--rounds") == 0) {
             o->rounds = atoi(v);
             bad = o->rounds < 1 || o->rounds > MAX_ROUNDS;
+        } else if (strcmp(a, "--order") == 0) {
+            o->rotate = strcmp(v, "rotate") == 0;
+            bad = !o->rotate && strcmp(v, "fixed") != 0;
         } else if (strcmp(a, "--warmup") == 0) {
             o->warmup = atoi(v);
             bad = o->warmup < 0;
@@ -933,6 +948,7 @@ int main(int argc, char **argv)
     meta.mem_bytes = prop.totalGlobalMem;
     meta.reps = o->reps;
     meta.rounds = o->rounds;
+    meta.rotated = o->rotate;
     meta.warmup = o->warmup;
     meta.drafts_per_request = o->drafts;
     meta.gemm_mode = o->tune_gemm ? "cuBLASLt bf16 x bf16 -> bf16, fp32 accumulation, fastest "
@@ -976,9 +992,10 @@ int main(int argc, char **argv)
     printf("CUDA runtime %d, driver %d, cuBLASLt %zu; GEMM: %s\n", meta.cuda_runtime,
            meta.cuda_driver, meta.cublaslt_version, meta.gemm_mode);
     printf("copy bandwidth %.1f GB/s (D2D %zu MiB, read + write bytes); methods alternated in "
-           "%d rounds of %d calls (median of all; rounds: lowest-highest round median), "
+           "%d rounds of %d calls, %s order (median of all; rounds: lowest-highest round median), "
            "warm-up %d, L2 flushed (%zu MiB memset%s) before every call\n",
-           b.copy_gbps, o->copy_mib, o->rounds, o->reps, o->warmup, b.timer.flush_bytes >> 20,
+           b.copy_gbps, o->copy_mib, o->rounds, o->reps, o->rotate ? "rotated" : "fixed", o->warmup,
+           b.timer.flush_bytes >> 20,
            o->clean_flush ? ", then read back: clean" : ", left dirty");
     printf("temperature 1.0; logits bf16; %d greedy drafts per request (the target argmax)\n",
            o->drafts);

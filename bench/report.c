@@ -136,10 +136,11 @@ int report_write_json(const char *path, const bench_meta *m, const bench_row *ro
     fprintf(f, "  \"copy_bandwidth_gbps\": ");
     json_num(f, m->copy_gbps);
     fprintf(f, ",\n  \"method\": {\"rounds\": %d, \"reps_per_round\": %d, \"warmup\": %d, "
+               "\"order\": \"%s\", "
                "\"statistic\": \"median of every round's calls; methods alternated in rounds\", "
                "\"l2_flush\": \"memset of 2 x L2 between reps\", \"timer\": \"cuda events\", "
                "\"gemm\": ",
-            m->rounds, m->reps, m->warmup);
+            m->rounds, m->reps, m->warmup, m->rotated ? "rotated" : "fixed");
     json_str(f, m->gemm_mode);
     fprintf(f, ", \"logits_dtype\": \"bf16 (fp32 accumulation)\", \"temperature\": 1.0, "
                "\"drafts_per_request\": %d, \"target_ratio\": %.2f},\n",

@@ -13,8 +13,8 @@
 #
 # BUILD: a build tree configured for the device's GPU (e.g.
 # -DCMAKE_CUDA_ARCHITECTURES=90a-real, benchmarks on).  Packs its GPU test
-# executables with the CTest files that name them, and bench/flashspec_bench
-# and bench/tree_bench of BUILD and of BASE_BUILD (and BUILD's
+# executables with the CTest files that name them, and bench/flashspec_bench,
+# tree_bench and filter_bench of BUILD and of BASE_BUILD (and BUILD's
 # bench/libfs_kernel_trace.so, if built), into carry-bin/all.txz
 # with absolute paths (they unpack where they were built), and downloads
 # cmocka's and GSL's packages (libraries and headers, as run_gpu_tests.sh
@@ -48,7 +48,7 @@ for f in "$build"/tests/test_gpu_*; do
 done
 for b in "$@"; do
   b=$(cd "$b" && pwd)
-  for exe in flashspec_bench tree_bench; do
+  for exe in flashspec_bench tree_bench filter_bench; do
     if [ -x "$b/bench/$exe" ]; then
       echo "$b/bench/$exe" >>"$list"
     else

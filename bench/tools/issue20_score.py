@@ -7,10 +7,12 @@ argmax, the materialised verify for verify), and at 1 row within ONE_ROW x
 the HBM floor (default 1.02).  One line per (shape, op): the misses with
 their x bound, the row counts slower than the unfused pipeline (fused /
 unfused), and the 1-row x floor.
-Usage: issue20_score.py bench.csv [--limit 1.03] [--one-row 1.02]"""
+Usage: issue20_score.py bench.csv|bench.json [--limit 1.03] [--one-row 1.02]
+(flashspec_bench --csv or --json)"""
 import argparse
 import csv
 import collections
+import json
 
 FUSED = {"sample": "fs_sample", "argmax": "fs_draft_argmax", "verify": "fs_verify"}
 UNFUSED = {"sample": "cublas+gumbel", "argmax": "cublas+argmax", "verify": "materialised_verify"}
@@ -22,7 +24,10 @@ def main():
     ap.add_argument("--limit", type=float, default=1.03)
     ap.add_argument("--one-row", type=float, default=1.02)
     args = ap.parse_args()
-    rows = list(csv.DictReader(open(args.csv)))
+    if args.csv.endswith(".json"):
+        rows = [{k: str(v) for k, v in r.items()} for r in json.load(open(args.csv))["results"]]
+    else:
+        rows = list(csv.DictReader(open(args.csv)))
     med = {}
     for r in rows:
         med[(r["V"], r["D"], r["family"], r["method"], int(r["rows"]))] = r

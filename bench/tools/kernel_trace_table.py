@@ -8,7 +8,9 @@ calls of one round); for each run: its calls, the median span of a call
 (its first kernel's start to its last kernel's end; the benchmark's events
 time the same interval plus the launch), and each kernel's median start
 (from the call's start) and duration, us.  Runs are printed in the order
-they ran: read them against the benchmark's method order.
+they ran: read them against the benchmark's method order (with
+`--order rotate`, its default, round r of R starts at method (r + 1) n / R
+of the configuration's n; the last round runs the list's order).
 
 Usage: kernel_trace_table.py TRACE[.gz] [--min-calls N] [--flush-mib M]
   --flush-mib: the flush's size (default: the most frequent memset of 1 MiB or more)
