@@ -4,6 +4,7 @@
 
 #include "cuda_common.cuh"
 #include "filter_gpu.cuh"
+#include "scan_hopper.cuh"
 
 #define FS_MAX_DEVICES 64
 
@@ -108,6 +109,24 @@ extern "C" fs_status fs_cuda_context_init(fs_context *ctx, int device_ordinal)
     ctx->cc_minor = minor;
     /* FLASHSPEC_DISABLE_HOPPER forces the generic path (tests cover both) */
     ctx->hopper = major == 9 && minor == 0 && !env_flag("FLASHSPEC_DISABLE_HOPPER");
+    /* The tile kernel's W stream (enum fs_w_stream) by the chip's peak
+       memory bandwidth: promoted at an H100's 3.35 TB/s, plain at an H200's
+       4.9, where each was measured best; the H100's below 4.4 TB/s.
+       FLASHSPEC_W_STREAM=0|1 sets it (A/B runs). */
+    {
+        int clock_khz = 0, bus_bits = 0;
+        if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device_ordinal) !=
+                cudaSuccess ||
+            cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device_ordinal) !=
+                cudaSuccess) {
+            (void)cudaGetLastError();
+            clock_khz = bus_bits = 0;
+        }
+        const double peak = 2.0 * 1e3 * clock_khz * (bus_bits / 8.0); /* bytes / s */
+        const int64_t dflt = peak > 4.4e12 ? FS_W_STREAM_PLAIN : FS_W_STREAM_PROMOTED;
+        ctx->w_stream = env_count("FLASHSPEC_W_STREAM", dflt) ? FS_W_STREAM_PLAIN
+                                                              : FS_W_STREAM_PROMOTED;
+    }
     /* FLASHSPEC_HOPPER_ROWS_MIN moves the switch to the rows-as-M Hopper kernel
        (tests force it to 1 to run every shape through that kernel; the
        benchmark compares the two kernels with it); 0: the kernel's default */

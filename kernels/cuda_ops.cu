@@ -253,6 +253,7 @@ static fs_hopper_opts hopper_opts(const fs_context *ctx, const fs_op_args *a)
     o.odd_pairs = ctx->hopper_odd_pairs;
     o.row_block = ctx->hopper_row_block;
     o.jobs = ctx->hopper_rows_jobs;
+    o.w_stream = ctx->w_stream;
     o.argmax_only = a->op == FS_OP_ARGMAX;
     return o;
 }

@@ -9,7 +9,8 @@
  *              memory (KS = 2 k-boxes per stage up to 64 rows, else 1), loaded
  *              by cp.async.bulk.tensor with the 128-byte swizzle (one 64-element
  *              bf16 row = 128 bytes), full/empty mbarriers.  The H box holds
- *              min(rows, BN) rows: none reaches past H's last row.
+ *              min(rows, BN) rows: none reaches past H's last row.  W's L2
+ *              promotion and eviction by chip (enum fs_w_stream).
  *   MMA        each consumer warpgroup: wgmma m64nBNk16, A = its 64 W rows
  *              (K-major), B = the H tile (K-major), fp32 accumulators in
  *              registers (BN / 2 per thread).
@@ -112,6 +113,7 @@ struct Args {
     fs_cand_list *cands;
     int64_t rows, V, vocab_offset, global_vocab, words;
     int n_items, kblocks, tail_on;
+    int w_first; /* W evict_first (FS_W_STREAM_PLAIN) */
     int stage_tx; /* bytes a stage's TMA loads deliver (the H boxes hold only the live rows) */
     fs_tail_args tail;
     const fs_tree_row *tree_rows; /* tree verify only, else NULL (tree_scan.cuh) */
@@ -252,13 +254,15 @@ __global__ void __launch_bounds__(THREADS, 1)
                          : "memory");
             asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmh))
                          : "memory");
-            /* W evict_normal although a tile is dead after its only use:
-               evict_first costs 1.5-4% a call once the L2 is full of dirty
-               lines, as it is after the previous layers (and after the
-               benchmark's flush) -- in the rows kernel it raised DRAM reads
-               ~4% past W's size (ncu), likely the 256-byte promotion's other
-               half dropped before its load */
-            const uint64_t pol_w = policy_evict_normal();
+            /* W evict_normal with its 256-byte promotion although a tile
+               is dead after its only use: there evict_first costs 1.5-4% a
+               call on an H100 once the L2 is full of dirty lines, as it is
+               after the previous layers (and after the benchmark's flush)
+               -- in the rows kernel it raised DRAM reads ~4% past W's size
+               (ncu), likely the promotion's other half dropped before its
+               load.  Without promotion (a.w_first: fs_w_stream) W is
+               evict_first. */
+            const uint64_t pol_w = a.w_first ? policy_evict_first() : policy_evict_normal();
             const uint64_t pol_h = policy_evict_last();
             int s = 0;
             uint32_t ph = 0;
@@ -645,7 +649,8 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
                                      descs, logit_bias, allowed, recs, n_recs, tail, k.multicast,
                                      k.row_block, k.jobs, sm_count, opts && opts->argmax_only,
                                      tree_rows,
-                                     tree_rows ? opts->tree_child_s : nullptr, device, stream);
+                                     tree_rows ? opts->tree_child_s : nullptr,
+                                     opts ? opts->w_stream : FS_W_STREAM_PROMOTED, device, stream);
     }
 
     if (tail && tail->single && opts->cands)
@@ -659,9 +664,11 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
     a.cands = opts ? opts->cands : nullptr;
     a.tree_rows = tree_rows;
     a.tree_child_s = tree_rows ? opts->tree_child_s : nullptr;
+    const bool plain = opts && opts->w_stream == FS_W_STREAM_PLAIN;
+    a.w_first = plain ? 1 : 0;
 
     CUtensorMap tw;
-    if ((e = make_map(&tw, W, is_bf16, D, V_local, BM)) != cudaSuccess)
+    if ((e = make_map(&tw, W, is_bf16, D, V_local, BM, plain ? 0 : 1)) != cudaSuccess)
         return (int)e;
     const int grid = (int)n_recs;
     switch (bn) {

@@ -72,6 +72,7 @@
 #include "record.h"
 #include "rows_epilogue.cuh"
 #include "rows_plan.h"
+#include "scan_hopper.cuh"
 #include "wgmma.cuh"
 
 #include <vector>
@@ -151,6 +152,7 @@ struct Args {
     int tile_slots; /* slot_range's split: 0 balanced in units, 1 in tiles (jobs) */
     int exact_h_bytes; /* H bytes a step of the last row block's exact box (tms) */
     int odd_pairs;     /* an odd n_rb in 2-CTA clusters (cta_job): the last row block unshared */
+    int w_first;       /* W evict_first, without L2 promotion (fs_hopper_rows_launch) */
     fs_tail_args tail;
     /* tree verify only (the TREE kernels; tree_scan.cuh): the rows' children
        and the children's scores [rows][FS_TREE_MAX_CHILDREN] */
@@ -291,10 +293,11 @@ __device__ __forceinline__ void issue_step(int i, int st, const CUtensorMap *tmw
                                            int u1, int live, bool shared, int hmode, const Args &a)
 {
     /* a W unit is read by the n_rb CTAs of its slot, about together; even
-       with one row block evict_normal beats evict_first (see scan_hopper.cu);
-       the policies are made per step (one instruction each): the producer
-       runs on 24 registers */
-    const uint64_t pol_w = policy_evict_normal();
+       with one row block evict_normal beats evict_first with the 256-byte
+       promotion on an H100 (see scan_hopper.cu); a.w_first: one row block
+       without promotion.  The policies are made per step (one instruction
+       each): the producer runs on 24 registers */
+    const uint64_t pol_w = a.w_first ? policy_evict_first() : policy_evict_normal();
     const uint64_t pol_h = policy_evict_last();
     using S = Shape<NWG>;
     const int t = i / a.kblocks, kb = i - t * a.kblocks;
@@ -965,7 +968,8 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
                                      fs_record *recs, int64_t slots, const fs_tail_args *tail,
                                      int multicast, int row_block, int jobs, int sm_count,
                                      int argmax_only, const fs_tree_row *tree_rows,
-                                     float *tree_child_s, int device, cudaStream_t stream)
+                                     float *tree_child_s, int w_stream, int device,
+                                     cudaStream_t stream)
 {
     using namespace fshr;
     const Plan p = rows_plan(V_local, rows, sm_count, multicast, row_block, jobs);
@@ -989,8 +993,14 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
     a.tree_rows = tree_rows;
     a.tree_child_s = tree_rows ? tree_child_s : nullptr;
 
+    /* The plain W stream (fs_w_stream) only where W is read once and the
+       kernel is bound by it: up to 128 rows, one row block (H200: 1.28 ->
+       1.15-1.20x the bound at 128 rows; at 160-256 rows within the spread,
+       at 192 0-5% slower on two of three shapes). */
+    const bool plain = w_stream == FS_W_STREAM_PLAIN && rows <= 128 && n_rb == 1;
+    a.w_first = plain ? 1 : 0;
     Maps m;
-    cudaError_t e = make_map(&m.w, W, is_bf16, D, V_local, UNIT);
+    cudaError_t e = make_map(&m.w, W, is_bf16, D, V_local, UNIT, plain ? 0 : 1);
     if (e == cudaSuccess)
         e = make_map(&m.h, H, is_bf16, D, rows, br);
     if (e == cudaSuccess)
