@@ -58,3 +58,9 @@ ab ks "--shapes 151936x4096,128256x8192,262144x3072 --rows 64,80,96 --requests 1
 ab ws "--shapes 151936x4096,128256x8192,262144x3072 --rows 1,16,64,100,128,192 --requests 1,16,20 --rounds 2 --reps 10" \
   promoted=$N/flashspec_bench@FLASHSPEC_W_STREAM=0 plain=$N/flashspec_bench
 # each table: python3 bench/tools/bench_ab_table.py [--methods ...] NAME="$O/runs/TAG_NAME_*.txt" ...
+# 9. after the final build: w_box_64_rows_ab.txt (FS_EXP_BOX64: W loaded as two 64-row boxes a
+#    k-box, the map's box 64 rows) and tile_kernel_to_160_rows_ab.txt
+ab box "--shapes 151936x4096,128256x8192,262144x3072 --rows 1,16,64 --requests 1,16 --rounds 2 --reps 10" \
+  base=$N/flashspec_bench box64=$C/flashspec_bench_box64
+ab rmin "--shapes 151936x4096,128256x8192,262144x3072 --rows 100,128,160 --requests 20,32 --rounds 2 --reps 10" \
+  rows97=$N/flashspec_bench tile160=$N/flashspec_bench@FLASHSPEC_HOPPER_ROWS_MIN=161
