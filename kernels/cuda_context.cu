@@ -109,7 +109,7 @@ extern "C" fs_status fs_cuda_context_init(fs_context *ctx, int device_ordinal)
     ctx->cc_minor = minor;
     /* FLASHSPEC_DISABLE_HOPPER forces the generic path (tests cover both) */
     ctx->hopper = major == 9 && minor == 0 && !env_flag("FLASHSPEC_DISABLE_HOPPER");
-    /* The tile kernel's W stream (enum fs_w_stream) by the chip's peak
+    /* The Hopper kernels' W stream (enum fs_w_stream) by the chip's peak
        memory bandwidth: promoted at an H100's 3.35 TB/s, plain at an H200's
        4.9, where each was measured best; the H100's below 4.4 TB/s.
        FLASHSPEC_W_STREAM=0|1 sets it (A/B runs). */

@@ -49,19 +49,20 @@ enum fs_hopper_kernel { FS_HOPPER_AUTO = 0, FS_HOPPER_TILE = 1, FS_HOPPER_ROWS =
  * "rows kernel from rows_min rows". */
 #define FS_HOPPER_ROWS_MIN_DEFAULT 97
 
-/* How the tile kernel streams the LM head (fs_hopper_opts.w_stream; the
- * context picks it per chip, fs_w_stream_default).  W is read once, in
- * 128-byte rows of TMA boxes.
+/* How the Hopper kernels stream the LM head (fs_hopper_opts.w_stream; the
+ * context picks it per chip by its peak memory bandwidth, cuda_context.cu).
+ * W is read once, in 128-byte rows of TMA boxes.
  *   PROMOTED  each L2 miss fetches 256 bytes (the next box's half) and W
  *             stays evict_normal: on an H100 (3.35 TB/s) the tile kernel
  *             reads W at the HBM floor this way, and evict_first cost
  *             1.5-4% a call there (DESIGN, "Measured and dropped").
  *   PLAIN     no promotion, W evict_first: on an H200 (4.8 TB/s) the
- *             promoted stream holds the kernel at 3.4 TB/s (ncu: DRAM 71%
- *             busy, cuBLAS's kernel 90%) and a 1-row sample at 1.23x the
- *             matmul; this mode takes it to 1.05x (151936 x 4096) and 1.01x
- *             (128256 x 8192).  Neither change alone does: no promotion
- *             1.11x, evict_first with promotion not measured there. */
+ *             promoted stream holds the tile kernel at 3.4 TB/s (ncu: DRAM
+ *             71% busy, cuBLAS's kernel 90%) and a 1-row sample at 1.23x
+ *             the bound; this one takes it to 1.06x (151936 x 4096) and
+ *             1.02x (128256 x 8192).  No promotion alone: 1.11x.  The
+ *             rows kernel takes it up to 128 rows in one row block only
+ *             (fs_hopper_rows_launch). */
 enum fs_w_stream { FS_W_STREAM_PROMOTED = 0, FS_W_STREAM_PLAIN = 1 };
 
 typedef struct fs_hopper_opts {
@@ -74,7 +75,7 @@ typedef struct fs_hopper_opts {
                                  (fs_hopper_rows_block) */
     int jobs;                 /* rows kernel: (row block, slot) jobs a CTA runs; 0 =
                                  automatic (scan_hopper_rows.cu, rows_plan) */
-    int w_stream;             /* tile kernel: enum fs_w_stream */
+    int w_stream;             /* enum fs_w_stream (the rows kernel: up to 128 rows) */
     int argmax_only;          /* the rows are fs_draft_argmax's: only the max and its id are
                                  read (the rows kernel then skips the exponentials) */
     const fs_tail_args *tail; /* the op's end, run by the last CTA (op_tail.cuh); NULL: the

@@ -68,7 +68,7 @@ struct fs_context {
     int hopper_odd_pairs;    /* the rows kernel pairs an odd count of row blocks */
     int hopper_row_block;    /* the rows kernel's rows per CTA (128 / 192); 0: automatic */
     int hopper_rows_jobs;    /* the rows kernel's jobs per CTA; 0: automatic */
-    int w_stream;            /* how the tile kernel streams W (enum fs_w_stream,
+    int w_stream;            /* how the Hopper kernels stream W (enum fs_w_stream,
                                 kernels/scan_hopper.cuh): by the chip's memory bandwidth */
     int64_t tail_rows_max;   /* the Hopper scan's last CTA ends ops of up to this many rows;
                                 past it, a merge kernel on every SM does */
