@@ -64,3 +64,6 @@ ab box "--shapes 151936x4096,128256x8192,262144x3072 --rows 1,16,64 --requests 1
   base=$N/flashspec_bench box64=$C/flashspec_bench_box64
 ab rmin "--shapes 151936x4096,128256x8192,262144x3072 --rows 100,128,160 --requests 20,32 --rounds 2 --reps 10" \
   rows97=$N/flashspec_bench tile160=$N/flashspec_bench@FLASHSPEC_HOPPER_ROWS_MIN=161
+# 10. tp_test.log, tp_tree_test.log: the final build on nvidia-h200-x2
+#     (NCCL_NVLS_ENABLE=0; libnccl from the image's python nvidia-nccl package)
+/tmp/b-full/tests/test_gpu_tp > $O/tp_test.log; /tmp/b-full/tests/test_gpu_tp_tree > $O/tp_tree_test.log
