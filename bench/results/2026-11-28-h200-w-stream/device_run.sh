@@ -67,3 +67,8 @@ ab rmin "--shapes 151936x4096,128256x8192,262144x3072 --rows 100,128,160 --reque
 # 10. tp_test.log, tp_tree_test.log: the final build on nvidia-h200-x2
 #     (NCCL_NVLS_ENABLE=0; libnccl from the image's python nvidia-nccl package)
 /tmp/b-full/tests/test_gpu_tp > $O/tp_test.log; /tmp/b-full/tests/test_gpu_tp_tree > $O/tp_tree_test.log
+# 11. ctest_wstream.txt and mutant_*.txt (the W maps' box rows halved on the plain path only)
+(cd /tmp/b-full && ctest -j 4 -R wstream --output-on-failure)
+for env in "FLASHSPEC_W_STREAM=0" "FLASHSPEC_W_STREAM=1" "FLASHSPEC_HOPPER_ROWS_MIN=1 FLASHSPEC_W_STREAM=1"; do
+  env $env timeout 60 $C/test_gpu_stat_wsmut
+done
