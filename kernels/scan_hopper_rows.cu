@@ -994,10 +994,10 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
     a.tree_child_s = tree_rows ? tree_child_s : nullptr;
 
     /* The plain W stream (fs_w_stream) only where W is read once and the
-       kernel is bound by it: up to 128 rows, one row block (H200: 1.28 ->
-       1.15-1.20x the bound at 128 rows; at 160-256 rows within the spread,
-       at 192 0-5% slower on two of three shapes). */
-    const bool plain = w_stream == FS_W_STREAM_PLAIN && rows <= 128 && n_rb == 1;
+       kernel is bound by it: up to 128 rows, one row block (br >= 128)
+       (H200: 1.28 -> 1.15-1.20x the bound at 128 rows; at 160-256 rows
+       within the spread, at 192 0-5% slower on two of three shapes). */
+    const bool plain = w_stream == FS_W_STREAM_PLAIN && rows <= 128;
     a.w_first = plain ? 1 : 0;
     Maps m;
     cudaError_t e = make_map(&m.w, W, is_bf16, D, V_local, UNIT, plain ? 0 : 1);

@@ -314,10 +314,11 @@ static void test_verify_long_drafts(void **state)
 }
 
 /* Draft argmax over logits picks the lowest id among equal maxima, however
- * the maxima fall: within a noise block, in one thread's later blocks
- * (600 rows take one 65536-token chunk a row: a thread's blocks are 4096
- * ids apart), in other threads and past the chunk.  The max is a bf16
- * value, so it ties exactly in every dtype. */
+ * the maxima fall: within a noise block, in one thread's later blocks (a
+ * thread's blocks are 4096 ids apart), in other threads and, with
+ * FS_GPU_TEST_SMALL's 40 rows (2048-token chunks), in later chunks; 600
+ * rows take one chunk a row (fs_logits_chunk).  The max is a bf16 value, so
+ * it ties exactly in every dtype. */
 static void test_logits_argmax_ties(void **state)
 {
     (void)state;
