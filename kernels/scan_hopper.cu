@@ -548,6 +548,24 @@ extern "C" int fs_hopper_aligned(const void *W, const void *H)
     return ((uintptr_t)W % 16u) == 0 && ((uintptr_t)H % 16u) == 0 ? 1 : 0;
 }
 
+/* H200 (4.8 TB/s, the H100's SMs), A/B of both kernels at 64-96 rows on
+ * three shapes, the rule then checked on six
+ * (bench/results/2026-11-28-h200-rows-kernel-early/): an op turns
+ * compute-bound at fewer rows than on an H100, and the tile kernel's 80- and
+ * 96-row blocks give each epilogue thread 4 noise blocks a tile (2 at 64
+ * rows), which the next tile's MMA hides less the shorter D makes a tile.
+ * Sample and verify at 81-96 rows: the rows kernel 1-16% faster on five
+ * shapes (verify of 95 rows on 262144 x 3072 0.69 -> 0.49 ms), even on
+ * 152064 x 5120; at 65-80 rows 4-16% faster with D = 3072, 1-10% slower
+ * with D = 4096.  Draft argmax, whose epilogue is a max: 4-5% faster at
+ * 88-96 rows with D = 3072, even or 1-5% slower elsewhere. */
+extern "C" int64_t fs_hopper_rows_min_fast_hbm(int argmax, int64_t D)
+{
+    if (argmax)
+        return D <= 3072 ? 81 : FS_HOPPER_ROWS_MIN_DEFAULT;
+    return D <= 3072 ? 65 : 81;
+}
+
 /* Measured on H100 (A/B runs of each kernel forced, both shapes; the
  * commits that set these limits carry the figures): the tile kernel is
  * faster up to 96 rows; at 97-128 rows the rows kernel (one row block, half

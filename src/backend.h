@@ -64,6 +64,8 @@ struct fs_context {
     int cc_major, cc_minor;
     int hopper; /* use the sm_90a TMA + wgmma scan where the shape allows */
     int64_t hopper_rows_min; /* rows from which the rows-as-M Hopper kernel runs; 0 = its default */
+    int hopper_rows_early;   /* the default takes the rows kernel below 97 rows by op and
+                                hidden size (fs_hopper_rows_min_fast_hbm): an H200's */
     int hopper_no_multicast; /* the rows kernel runs without 2-CTA clusters */
     int hopper_odd_pairs;    /* the rows kernel pairs an odd count of row blocks */
     int hopper_row_block;    /* the rows kernel's rows per CTA (128 / 192); 0: automatic */
