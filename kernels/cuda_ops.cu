@@ -249,7 +249,7 @@ static fs_hopper_opts hopper_opts(const fs_context *ctx, const fs_op_args *a)
 {
     fs_hopper_opts o = {};
     o.rows_min = ctx->hopper_rows_min;
-    if (!o.rows_min && ctx->hopper_rows_early && a->op != FS_OP_VERIFY_TREE)
+    if (!o.rows_min && ctx->hopper_rows_early) /* trees as verify */
         o.rows_min = fs_hopper_rows_min_fast_hbm(a->op == FS_OP_ARGMAX, a->head->hidden_dim);
     o.no_multicast = ctx->hopper_no_multicast;
     o.odd_pairs = ctx->hopper_odd_pairs;

@@ -87,8 +87,8 @@ typedef struct fs_hopper_opts {
     float *tree_child_s;
 } fs_hopper_opts;
 
-/* The rows from which the rows kernel takes sample, verify (argmax 0) or
- * draft argmax (argmax 1) with hidden size D on a chip whose memory
+/* The rows from which the rows kernel takes sample, verify, tree verify
+ * (argmax 0) or draft argmax (argmax 1) with hidden size D on a chip whose memory
  * outpaces an H100's (an H200: fs_context.hopper_rows_early), where the
  * tile kernel's 80- and 96-row blocks lose to it (scan_hopper.cu). */
 int64_t fs_hopper_rows_min_fast_hbm(int argmax, int64_t D);
