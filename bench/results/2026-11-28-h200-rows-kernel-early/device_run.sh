@@ -21,3 +21,17 @@ python3 bench/tools/bench_ab_table.py --methods cublas_matmul,fs_sample,fs_draft
   early="$OUT2/v_early_*.txt" old="$OUT2/v_old_*.txt" > $O/ab_validate_table.txt
 ( cd /tmp/b-full && ctest -j 4 -R gpu --output-on-failure > $O/ctest_gpu.txt 2>&1 )
 tar czf $OUT/out.tgz -C $O .
+# call 3: trees with the rule against the old choice -> tree_table.txt,
+# tree_{early,old}_N.txt; the GPU suite again -> ctest_gpu.txt
+T=/tmp/b-full/bench/tree_bench
+for r in 1 2 3; do
+  $T --requests 1,3,4,5,6,8 --nodes 8,15,16,31,64 --shapes 128256x3072,262144x3072,151936x4096,128256x8192 --rounds 2 --reps 10 > $O/tree_early_$r.txt
+  FLASHSPEC_HOPPER_ROWS_EARLY=0 $T --requests 1,3,4,5,6,8 --nodes 8,15,16,31,64 --shapes 128256x3072,262144x3072,151936x4096,128256x8192 --rounds 2 --reps 10 > $O/tree_old_$r.txt
+done
+# call 4: below 65 rows -> ab_below65_table.txt, tree_below65_table.txt
+OUT=$OUT2 bash bench/tools/ab_rounds.sh -r 3 s "--shapes 262144x3072,128256x3072 --rows 40,48,56,64 --requests 8,10,12 --rounds 2 --reps 10" \
+  early=$B rm33=$B@FLASHSPEC_HOPPER_ROWS_MIN=33 rm49=$B@FLASHSPEC_HOPPER_ROWS_MIN=49
+for r in 1 2 3; do
+  $T --requests 1,2,3,4,7 --nodes 8,15,16,31 --shapes 151936x4096,128256x8192,262144x3072 --rounds 2 --reps 10 > $O/tree33_early_$r.txt
+  FLASHSPEC_HOPPER_ROWS_MIN=33 $T --requests 1,2,3,4,7 --nodes 8,15,16,31 --shapes 151936x4096,128256x8192,262144x3072 --rounds 2 --reps 10 > $O/tree33_rm33_$r.txt
+done
