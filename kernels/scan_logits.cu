@@ -1,8 +1,8 @@
 /* Scan over materialised logits [rows, V] (the *_logits ops): one pass, one
  * CTA per (row, chunk of the vocabulary), one record per CTA.
  *
- * A thread takes BATCH noise blocks (16 consecutive global ids each) at a
- * time, issuing all their loads before it reduces any of them; consecutive
+ * A thread takes BATCH noise blocks (16 consecutive global ids each; by
+ * mode, Tune) at a time, issuing all their loads before it reduces any of them; consecutive
  * threads take consecutive blocks.  When every block is whole and aligned
  * (vocab_offset and V multiples of 16, 16-byte aligned logits) a block's
  * logits are 16-byte vector loads (two for fp16 / bf16, four for fp32);
@@ -33,11 +33,21 @@
 namespace {
 
 constexpr int THREADS = FS_SCAN_THREADS;
-/* noise blocks in flight per thread: 32 (fp16 / bf16) or 64 (fp32) bytes of
-   loads each */
-constexpr int BATCH = 2;
-
 enum Mode { ARGMAX, PLAIN, FULL };
+
+/* Noise blocks in flight per thread (32 (fp16 / bf16) or 64 (fp32) bytes of
+   loads each) and CTAs an SM, by mode.  PLAIN is bound by its arithmetic,
+   not by memory (1024 rows of 151936 bf16 logits would stream in ~75 us of
+   its 560): one block a thread at 64 registers (28 bytes of spills), four
+   CTAs an SM, issues faster than two blocks at 117 registers and two CTAs
+   -- its scan 18-40% shorter at 1-1024 rows on an H200
+   (bench/results/2026-11-28-h200-logits-occupancy/); five CTAs (48
+   registers, 128 bytes of spills) took up to 3.5 us off some calls of 1-64
+   rows and added up to 60 us at 80-1000. */
+template <Mode MODE> struct Tune {
+    static constexpr int BATCH = MODE == PLAIN ? 1 : 2;
+    static constexpr int CTAS = MODE == FULL ? 2 : 4;
+};
 
 /* The 16 logits of a whole, 16-byte aligned noise block at element e (DT:
    the dtype when known at compile time, as in the ARGMAX and PLAIN
@@ -82,9 +92,10 @@ struct MaxRun {
 };
 
 /* DT: an fs_dtype, or -1 (FULL: read dt at run time).  ARGMAX fits in 64
-   registers, four CTAs an SM, as the benchmark's argmax pass does. */
+   registers, four CTAs an SM, as the benchmark's argmax pass does; PLAIN
+   is held to 64 (Tune). */
 template <int DT, Mode MODE>
-__global__ void __launch_bounds__(THREADS, MODE == ARGMAX ? 4 : 2)
+__global__ void __launch_bounds__(THREADS, Tune<MODE>::CTAS)
     fs_scan_logits_kernel(const void *__restrict__ logits, fs_dtype dt, int vec, int64_t chunk,
                           int64_t chunks, fs_scan_args a)
 {
@@ -114,6 +125,7 @@ __global__ void __launch_bounds__(THREADS, MODE == ARGMAX ? 4 : 2)
     const bool filt = MODE == FULL && a.cands && (d.flags & FS_ROWF_FILTER);
     fs_cand_list cl;
     fs_cand_init(&cl);
+    constexpr int BATCH = Tune<MODE>::BATCH;
     for (int s0 = threadIdx.x; s0 < nslots; s0 += BATCH * THREADS) {
         float l[BATCH][FS_NOISE_BLOCK];
         int t0[BATCH];
@@ -213,7 +225,7 @@ void launch_typed(const fs_op_args *a, const fs_scan_args *s, bool vec, int64_t 
 } // namespace
 
 /* Long chunks when rows are many: each CTA ends in one block reduce of its
- * records, 32 loops of BATCH blocks a thread at FS_LOGITS_CHUNK_MAX. */
+ * records, 64 noise blocks a thread at FS_LOGITS_CHUNK_MAX. */
 int64_t fs_logits_chunk(int64_t rows, int64_t vocab, int sm_count, int filters)
 {
     static_assert(FS_LOGITS_CHUNK_MIN % FS_REC_MIN_TOKENS == 0, "the workspace's record bound");
