@@ -36,17 +36,19 @@ constexpr int THREADS = FS_SCAN_THREADS;
 enum Mode { ARGMAX, PLAIN, FULL };
 
 /* Noise blocks in flight per thread (32 (fp16 / bf16) or 64 (fp32) bytes of
-   loads each) and CTAs an SM, by mode.  PLAIN is bound by its arithmetic,
-   not by memory (1024 rows of 151936 bf16 logits would stream in ~75 us of
-   its 560): one block a thread at 64 registers (28 bytes of spills), four
-   CTAs an SM, issues faster than two blocks at 117 registers and two CTAs
-   -- its scan 18-40% shorter at 1-1024 rows on an H200
-   (bench/results/2026-11-28-h200-logits-occupancy/); five CTAs (48
-   registers, 128 bytes of spills) took up to 3.5 us off some calls of 1-64
-   rows and added up to 60 us at 80-1000. */
+   loads each) and CTAs an SM, by mode.  PLAIN and FULL are bound by their
+   arithmetic, not by memory (1024 rows of 151936 bf16 logits would stream
+   in ~75 us of PLAIN's 560): one block a thread, which frees the registers
+   for more CTAs an SM, issues faster than two blocks at 117-124 registers
+   and two CTAs.  On an H200 (bench/results/2026-11-28-h200-logits-occupancy/):
+   PLAIN at four CTAs (64 registers, 28 bytes of spills) 18-40% shorter at
+   1-1024 rows, where five (48 registers, 128 bytes) took up to 3.5 us off
+   some calls of 1-64 rows and added up to 60 us at 80-1000; FULL at three
+   (80 registers, none spilled) 15-17% shorter at 1-64 filtered rows, as
+   fast as at four (64 registers, 84 bytes of spills). */
 template <Mode MODE> struct Tune {
-    static constexpr int BATCH = MODE == PLAIN ? 1 : 2;
-    static constexpr int CTAS = MODE == FULL ? 2 : 4;
+    static constexpr int BATCH = MODE == ARGMAX ? 2 : 1;
+    static constexpr int CTAS = MODE == FULL ? 3 : 4;
 };
 
 /* The 16 logits of a whole, 16-byte aligned noise block at element e (DT:
@@ -93,7 +95,7 @@ struct MaxRun {
 
 /* DT: an fs_dtype, or -1 (FULL: read dt at run time).  ARGMAX fits in 64
    registers, four CTAs an SM, as the benchmark's argmax pass does; PLAIN
-   is held to 64 (Tune). */
+   and FULL are held to theirs by Tune. */
 template <int DT, Mode MODE>
 __global__ void __launch_bounds__(THREADS, Tune<MODE>::CTAS)
     fs_scan_logits_kernel(const void *__restrict__ logits, fs_dtype dt, int vec, int64_t chunk,

@@ -21,3 +21,14 @@ for tool in memcheck initcheck; do
   FS_GPU_TEST_SMALL=1 compute-sanitizer --tool $tool --error-exitcode 1 /tmp/b-full/tests/test_gpu_agree > $O/san_${tool}_agree.txt 2>&1
 done
 tar czf $OUT/out.tgz -C $O .
+# second call: FULL mode, builds filter_bench_{base,f13,f14} (two blocks and
+# two CTAs; one block and three CTAs, kept; one block and four CTAs)
+for r in 1 2; do
+  for v in base f13 f14; do
+    FS_TRACE_OUT=$O/tr_${v}_$r.txt CUDA_INJECTION64_PATH=/tmp/b-full/bench/libfs_kernel_trace.so /tmp/fsb/filter_bench_$v \
+      --shapes 151936x4096 --rows 1,16,64 --logits 1 --rounds 2 --reps 10 > $O/fb_${v}_$r.txt
+  done
+done
+( cd /tmp/b-full && ctest -j 4 -R "test_gpu_(filter|agree|tree|stat|graph|bad_input)$" --output-on-failure > $O/ctest_gpu_full.txt 2>&1 )
+# full_scan.txt: the FULL kernel's durations from tr_*.txt, thirds of each
+# run's calls (1, 16, 64 rows)
