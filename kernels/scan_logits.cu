@@ -2,8 +2,8 @@
  * CTA per (row, chunk of the vocabulary), one record per CTA.
  *
  * A thread takes BATCH noise blocks (16 consecutive global ids each; by
- * mode, Tune) at a time, issuing all their loads before it reduces any of them; consecutive
- * threads take consecutive blocks.  When every block is whole and aligned
+ * mode, Tune) at a time, issuing all their loads before it reduces any of
+ * them; consecutive threads take consecutive blocks.  When every block is whole and aligned
  * (vocab_offset and V multiples of 16, 16-byte aligned logits) a block's
  * logits are 16-byte vector loads (two for fp16 / bf16, four for fp32);
  * otherwise guarded scalar loads.
