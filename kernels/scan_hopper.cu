@@ -555,8 +555,8 @@ extern "C" int fs_hopper_aligned(const void *W, const void *H)
  * 96-row blocks give each epilogue thread 4 noise blocks a tile (2 at 64
  * rows), which the next tile's MMA hides less the shorter D makes a tile.
  * Sample and verify at 81-96 rows: the rows kernel 1-16% faster on five
- * shapes (verify of 95 rows on 262144 x 3072 0.69 -> 0.49 ms), even on
- * 152064 x 5120; at 65-80 rows 4-16% faster with D = 3072, 1-10% slower
+ * shapes (verify of 95 rows on 262144 x 3072 0.69 -> 0.49 ms), within the
+ * spread on 152064 x 5120; at 65-80 rows 4-16% faster with D = 3072, 1-10% slower
  * with D = 4096.  Tree verify likewise: 0.5-17% faster where it changes
  * the kernel (262144 x 3072 at 65-80 rows 1.10-1.15 -> 1.03 x the matmul).
  * Draft argmax, whose epilogue is a max: 4-5% faster at 88-96 rows with
