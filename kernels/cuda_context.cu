@@ -123,14 +123,13 @@ extern "C" fs_status fs_cuda_context_init(fs_context *ctx, int device_ordinal)
             clock_khz = bus_bits = 0;
         }
         const double peak = 2.0 * 1e3 * clock_khz * (bus_bits / 8.0); /* bytes / s */
-        const int64_t dflt = peak > 4.4e12 ? FS_W_STREAM_PLAIN : FS_W_STREAM_PROMOTED;
-        ctx->w_stream = env_count("FLASHSPEC_W_STREAM", dflt) ? FS_W_STREAM_PLAIN
-                                                              : FS_W_STREAM_PROMOTED;
+        const int fast_hbm = peak > 4.4e12; /* an H200, not an H100 */
+        ctx->w_stream = env_count("FLASHSPEC_W_STREAM", fast_hbm) ? FS_W_STREAM_PLAIN
+                                                                  : FS_W_STREAM_PROMOTED;
         /* where the rows kernel takes over from the tile kernel, by the same
            measure (fs_hopper_rows_min_fast_hbm); FLASHSPEC_HOPPER_ROWS_EARLY=0|1
            sets it (A/B runs) */
-        ctx->hopper_rows_early =
-            env_count("FLASHSPEC_HOPPER_ROWS_EARLY", peak > 4.4e12 ? 1 : 0) != 0;
+        ctx->hopper_rows_early = env_count("FLASHSPEC_HOPPER_ROWS_EARLY", fast_hbm) != 0;
     }
     /* FLASHSPEC_HOPPER_ROWS_MIN moves the switch to the rows-as-M Hopper kernel
        (tests force it to 1 to run every shape through that kernel; the
