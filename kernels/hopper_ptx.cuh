@@ -92,6 +92,20 @@ static __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorM
                  : "memory");
 }
 
+/* The same load without an L2 cache hint.  For a stream read once this is
+ * faster than any hint on an H200: W at 4.29 TB/s against 4.10 with an
+ * evict_first policy and 3.72-3.76 with an evict_normal one, the same
+ * default priority (bench/w_stream_probe.cu; docs/DESIGN.md, "Measured
+ * (H200), and the W stream"). */
+static __device__ __forceinline__ void tma_load_2d_nohint(uint32_t dst, const CUtensorMap *map,
+                                                          int c0, int c1, uint32_t bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
+                 "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar)
+                 : "memory");
+}
+
 /* The same load delivered to the CTAs of the cluster named in cta_mask, at
  * the same shared-memory offsets (dst and bar) in each, each CTA's barrier
  * receiving the bytes that land there: one L2 read for all of them. */
