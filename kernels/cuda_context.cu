@@ -126,6 +126,9 @@ extern "C" fs_status fs_cuda_context_init(fs_context *ctx, int device_ordinal)
         const int fast_hbm = peak > 4.4e12; /* an H200, not an H100 */
         ctx->w_stream = env_count("FLASHSPEC_W_STREAM", fast_hbm) ? FS_W_STREAM_PLAIN
                                                                   : FS_W_STREAM_PROMOTED;
+        /* FLASHSPEC_W_HINT=0|1|2 (none, evict_first, evict_normal) sets W's
+           L2 hint for either stream (A/B runs); unset: fs_w_hint_for */
+        ctx->w_hint = (int)env_count("FLASHSPEC_W_HINT", FS_W_HINT_AUTO);
         /* where the rows kernel takes over from the tile kernel, by the same
            measure (fs_hopper_rows_min_fast_hbm); FLASHSPEC_HOPPER_ROWS_EARLY=0|1
            sets it (A/B runs) */

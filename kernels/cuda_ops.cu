@@ -256,6 +256,7 @@ static fs_hopper_opts hopper_opts(const fs_context *ctx, const fs_op_args *a)
     o.row_block = ctx->hopper_row_block;
     o.jobs = ctx->hopper_rows_jobs;
     o.w_stream = ctx->w_stream;
+    o.w_hint = ctx->w_hint;
     o.argmax_only = a->op == FS_OP_ARGMAX;
     return o;
 }

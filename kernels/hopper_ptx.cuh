@@ -120,6 +120,17 @@ static __device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const
                  : "memory");
 }
 
+/* W's loads by their L2 hint (enum fs_w_hint, scan_hopper.cuh): none, or the
+ * policy pol made from it (policy_of_w_hint). */
+static __device__ __forceinline__ void tma_load_w(uint32_t dst, const CUtensorMap *map, int c0,
+                                                  int c1, uint32_t bar, int hint, uint64_t pol)
+{
+    if (hint == 0)
+        tma_load_2d_nohint(dst, map, c0, c1, bar);
+    else
+        tma_load_2d(dst, map, c0, c1, bar, pol);
+}
+
 /* Arrive on the barrier at local address bar in cluster CTA `rank`.  Default
  * (.release.cta) semantics, as for a local arrive: what it orders is this
  * warp's wgmma reads of the stage, already complete (wgmma.wait_group); a
@@ -160,6 +171,12 @@ static __device__ __forceinline__ uint64_t policy_evict_normal()
     uint64_t p;
     asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;\n" : "=l"(p));
     return p;
+}
+
+/* The policy of a W hint (1 evict_first, 2 evict_normal; unused for 0). */
+static __device__ __forceinline__ uint64_t policy_of_w_hint(int hint)
+{
+    return hint == 1 ? policy_evict_first() : policy_evict_normal();
 }
 
 static __device__ __forceinline__ void wg_fence()

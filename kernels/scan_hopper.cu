@@ -113,7 +113,7 @@ struct Args {
     fs_cand_list *cands;
     int64_t rows, V, vocab_offset, global_vocab, words;
     int n_items, kblocks, tail_on;
-    int w_first; /* W evict_first (FS_W_STREAM_PLAIN) */
+    int w_hint; /* W's L2 hint (enum fs_w_hint, resolved) */
     int stage_tx; /* bytes a stage's TMA loads deliver (the H boxes hold only the live rows) */
     fs_tail_args tail;
     const fs_tree_row *tree_rows; /* tree verify only, else NULL (tree_scan.cuh) */
@@ -260,9 +260,9 @@ __global__ void __launch_bounds__(THREADS, 1)
                after the previous layers (and after the benchmark's flush)
                -- in the rows kernel it raised DRAM reads ~4% past W's size
                (ncu), likely the promotion's other half dropped before its
-               load.  Without promotion (a.w_first: fs_w_stream) W is
-               evict_first. */
-            const uint64_t pol_w = a.w_first ? policy_evict_first() : policy_evict_normal();
+               load.  Without promotion (fs_w_stream) W has no hint
+               (a.w_hint, fs_w_hint_for). */
+            const uint64_t pol_w = policy_of_w_hint(a.w_hint);
             const uint64_t pol_h = policy_evict_last();
             int s = 0;
             uint32_t ph = 0;
@@ -273,8 +273,8 @@ __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll
                     for (int h = 0; h < C::KS; ++h) {
                         const int k = (kb * C::KS + h) * BK; /* past D: zero fill */
-                        tma_load_2d(sW + s * C::W_BYTES + h * C::WBOX, &tmw, k, vt * BM,
-                                    FSH_FULL(s), pol_w);
+                        tma_load_w(sW + s * C::W_BYTES + h * C::WBOX, &tmw, k, vt * BM,
+                                   FSH_FULL(s), a.w_hint, pol_w);
                         tma_load_2d(sH + s * C::H_BYTES + h * C::HBOX, &tmh, k, 0, FSH_FULL(s),
                                     pol_h);
                     }
@@ -670,7 +670,8 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
                                      k.row_block, k.jobs, sm_count, opts && opts->argmax_only,
                                      tree_rows,
                                      tree_rows ? opts->tree_child_s : nullptr,
-                                     opts ? opts->w_stream : FS_W_STREAM_PROMOTED, device, stream);
+                                     opts ? opts->w_stream : FS_W_STREAM_PROMOTED,
+                                     opts ? opts->w_hint : FS_W_HINT_AUTO, device, stream);
     }
 
     if (tail && tail->single && opts->cands)
@@ -685,7 +686,7 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
     a.tree_rows = tree_rows;
     a.tree_child_s = tree_rows ? opts->tree_child_s : nullptr;
     const bool plain = opts && opts->w_stream == FS_W_STREAM_PLAIN;
-    a.w_first = plain ? 1 : 0;
+    a.w_hint = fs_w_hint_for(opts ? opts->w_hint : FS_W_HINT_AUTO, plain);
 
     CUtensorMap tw;
     if ((e = make_map(&tw, W, is_bf16, D, V_local, BM, plain ? 0 : 1)) != cudaSuccess)

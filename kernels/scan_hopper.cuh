@@ -53,17 +53,37 @@ enum fs_hopper_kernel { FS_HOPPER_AUTO = 0, FS_HOPPER_TILE = 1, FS_HOPPER_ROWS =
  * context picks it per chip by its peak memory bandwidth, cuda_context.cu).
  * W is read once, in 128-byte rows of TMA boxes.
  *   PROMOTED  each L2 miss fetches 256 bytes (the next box's half) and W
- *             stays evict_normal: on an H100 (3.35 TB/s) the tile kernel
- *             reads W at the HBM floor this way, and evict_first cost
- *             1.5-4% a call there (DESIGN, "Measured and dropped").
- *   PLAIN     no promotion, W evict_first: on an H200 (4.8 TB/s) the
- *             promoted stream holds the tile kernel at 3.4 TB/s (ncu: DRAM
- *             71% busy, cuBLAS's kernel 90%) and a 1-row sample at 1.23x
- *             the bound; this one takes it to 1.06x (151936 x 4096) and
- *             1.02x (128256 x 8192).  No promotion alone: 1.11x.  The
- *             rows kernel takes it up to 128 rows in one row block only
- *             (fs_hopper_rows_launch). */
+ *             is loaded evict_normal: on an H100 (3.35 TB/s) the tile
+ *             kernel reads W at the HBM floor this way, and evict_first
+ *             cost 1.5-4% a call there (DESIGN, "Measured and dropped").
+ *   PLAIN     no promotion, no L2 hint (fs_w_hint): on an H200 (4.8 TB/s)
+ *             the promoted stream holds the tile kernel at 3.4 TB/s (ncu:
+ *             DRAM 71% busy, cuBLAS's kernel 90%) and a 1-row sample at
+ *             1.23x the bound; no promotion alone 1.11x, with evict_first
+ *             1.06x (151936 x 4096), and without any hint 1.01x the
+ *             matmul (4.3-4.5 TB/s).  The rows kernel takes it up to 128
+ *             rows in one row block only (fs_hopper_rows_launch). */
 enum fs_w_stream { FS_W_STREAM_PROMOTED = 0, FS_W_STREAM_PLAIN = 1 };
+
+/* The L2 hint on W's loads (fs_hopper_opts.w_hint).  AUTO: none with the
+ * plain stream, evict_normal with the promoted one (fs_w_hint_for).  On an
+ * H200 the plain stream reads W at 4.29 TB/s without a hint, 4.10 with
+ * evict_first and 3.72-3.76 with an evict_normal policy, the default
+ * priority (bench/w_stream_probe.cu, TMA loads alone); the promoted
+ * stream's evict_normal is what the H100 was measured with. */
+enum fs_w_hint {
+    FS_W_HINT_AUTO = -1,
+    FS_W_HINT_NONE = 0,
+    FS_W_HINT_EVICT_FIRST = 1,
+    FS_W_HINT_EVICT_NORMAL = 2
+};
+
+static inline int fs_w_hint_for(int w_hint, int plain)
+{
+    if (w_hint >= FS_W_HINT_NONE && w_hint <= FS_W_HINT_EVICT_NORMAL)
+        return w_hint;
+    return plain ? FS_W_HINT_NONE : FS_W_HINT_EVICT_NORMAL;
+}
 
 typedef struct fs_hopper_opts {
     int kernel;               /* enum fs_hopper_kernel (TILE is honoured up to 160 rows) */
@@ -76,6 +96,7 @@ typedef struct fs_hopper_opts {
     int jobs;                 /* rows kernel: (row block, slot) jobs a CTA runs; 0 =
                                  automatic (scan_hopper_rows.cu, rows_plan) */
     int w_stream;             /* enum fs_w_stream (the rows kernel: up to 128 rows) */
+    int w_hint;               /* enum fs_w_hint (AUTO: by w_stream) */
     int argmax_only;          /* the rows are fs_draft_argmax's: only the max and its id are
                                  read (the rows kernel then skips the exponentials) */
     const fs_tail_args *tail; /* the op's end, run by the last CTA (op_tail.cuh); NULL: the

@@ -152,7 +152,7 @@ struct Args {
     int tile_slots; /* slot_range's split: 0 balanced in units, 1 in tiles (jobs) */
     int exact_h_bytes; /* H bytes a step of the last row block's exact box (tms) */
     int odd_pairs;     /* an odd n_rb in 2-CTA clusters (cta_job): the last row block unshared */
-    int w_first;       /* W evict_first, without L2 promotion (fs_hopper_rows_launch) */
+    int w_hint;        /* W's L2 hint (enum fs_w_hint, resolved: fs_hopper_rows_launch) */
     fs_tail_args tail;
     /* tree verify only (the TREE kernels; tree_scan.cuh): the rows' children
        and the children's scores [rows][FS_TREE_MAX_CHILDREN] */
@@ -286,7 +286,7 @@ constexpr int BAR_TAIL = 2;
  * that share W (CTA rank = row block % CL) rank r < nu loads W box r for
  * every CTA of the cluster; a CTA that shares nothing (cta_job) loads its
  * own. */
-template <int NWG, int CL>
+template <int NWG, int CL, bool MULTI>
 __device__ __forceinline__ void issue_step(int i, int st, const CUtensorMap *tmw,
                                            const CUtensorMap *tmh, const CUtensorMap *tms,
                                            uint32_t sW, uint32_t sH, uint32_t full, int rb, int u0,
@@ -294,10 +294,16 @@ __device__ __forceinline__ void issue_step(int i, int st, const CUtensorMap *tmw
 {
     /* a W unit is read by the n_rb CTAs of its slot, about together; even
        with one row block evict_normal beats evict_first with the 256-byte
-       promotion on an H100 (see scan_hopper.cu); a.w_first: one row block
-       without promotion.  The policies are made per step (one instruction
-       each): the producer runs on 24 registers */
-    const uint64_t pol_w = a.w_first ? policy_evict_first() : policy_evict_normal();
+       promotion on an H100 (see scan_hopper.cu); without promotion (one row
+       block) no hint: a.w_hint.  Only the kernel that takes the plain
+       stream (one 128-row block: unclustered, one job) compiles the
+       unhinted load, so the others' code is as it was.  The policies are
+       made per step (one instruction each): the producer runs on 24
+       registers */
+    constexpr bool can_plain = NWG == 2 && CL == 1 && !MULTI;
+    const int w_hint = can_plain || a.w_hint == FS_W_HINT_EVICT_FIRST ? a.w_hint
+                                                                      : FS_W_HINT_EVICT_NORMAL;
+    const uint64_t pol_w = policy_of_w_hint(w_hint);
     const uint64_t pol_h = policy_evict_last();
     using S = Shape<NWG>;
     const int t = i / a.kblocks, kb = i - t * a.kblocks;
@@ -312,8 +318,8 @@ __device__ __forceinline__ void issue_step(int i, int st, const CUtensorMap *tmw
     mbar_expect_tx(full, (uint32_t)(nu * WU_BYTES + h_bytes));
     if (CL == 1 || !shared) {
         for (int i = 0; i < nu; ++i)
-            tma_load_2d(sW + st * S::W_BYTES + i * WU_BYTES, tmw, kb * BK, (u + i) * UNIT, full,
-                        pol_w);
+            tma_load_w(sW + st * S::W_BYTES + i * WU_BYTES, tmw, kb * BK, (u + i) * UNIT, full,
+                       w_hint, pol_w);
     } else if (const int rank = rb % CL; rank < nu) {
         tma_load_2d_multicast(sW + st * S::W_BYTES + rank * WU_BYTES, tmw, kb * BK,
                               (u + rank) * UNIT, full, (uint16_t)((1u << CL) - 1u), pol_w);
@@ -449,7 +455,7 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
                     if (j >= STAGES) /* step j - STAGES released by every warp of the cluster */
                         mbar_wait(FSHR_EMPTY(s), (uint32_t)(j / STAGES - 1) & 1u);
                     const int hmode = SH && i < h_steps ? (lone0 ? 1 : 2) : 0; /* issue_step */
-                    issue_step<NWG, CL>(i, s, &tmw, &tmh, &tms, sW, sH, FSHR_FULL(s), q.rb, q.u0,
+                    issue_step<NWG, CL, MULTI>(i, s, &tmw, &tmh, &tms, sW, sH, FSHR_FULL(s), q.rb, q.u0,
                                         q.u1, live, shared, hmode, a);
                     if (SH && lone0 && i >= h_steps) /* for the peer, past its last step */
                         mbar_arrive_count(FSHR_EMPTY(s), NCW);
@@ -968,7 +974,7 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
                                      fs_record *recs, int64_t slots, const fs_tail_args *tail,
                                      int multicast, int row_block, int jobs, int sm_count,
                                      int argmax_only, const fs_tree_row *tree_rows,
-                                     float *tree_child_s, int w_stream, int device,
+                                     float *tree_child_s, int w_stream, int w_hint, int device,
                                      cudaStream_t stream)
 {
     using namespace fshr;
@@ -998,7 +1004,7 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
        (H200: 1.28 -> 1.15-1.20x the bound at 128 rows; at 160-256 rows
        within the spread, at 192 0-5% slower on two of three shapes). */
     const bool plain = w_stream == FS_W_STREAM_PLAIN && rows <= 128;
-    a.w_first = plain ? 1 : 0;
+    a.w_hint = fs_w_hint_for(w_hint, plain);
     Maps m;
     cudaError_t e = make_map(&m.w, W, is_bf16, D, V_local, UNIT, plain ? 0 : 1);
     if (e == cudaSuccess)

@@ -30,14 +30,16 @@ int64_t fs_hopper_rows_slots(int64_t V_local, int64_t rows, int sm_count, int mu
  * records need no sum of exponentials (sum_exp is then meaningless).
  * tree_rows (NULL: none): the rows are tree verify's, with their children's
  * scores written to tree_child_s [rows][FS_TREE_MAX_CHILDREN] (tree_scan.cuh).
- * w_stream: enum fs_w_stream (scan_hopper.cuh), taken up to 128 rows only. */
+ * w_stream: enum fs_w_stream (scan_hopper.cuh), taken up to 128 rows only;
+ * w_hint: enum fs_w_hint (FS_W_HINT_AUTO: by the stream taken). */
 int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, int64_t V_local, int64_t D,
                           int64_t rows, int64_t vocab_offset, int64_t global_vocab,
                           const fs_row_desc *descs, const float *logit_bias,
                           const uint32_t *allowed, fs_record *recs, int64_t slots,
                           const fs_tail_args *tail, int multicast, int row_block, int jobs,
                           int sm_count, int argmax_only, const fs_tree_row *tree_rows,
-                          float *tree_child_s, int w_stream, int device, cudaStream_t stream);
+                          float *tree_child_s, int w_stream, int w_hint, int device,
+                          cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -72,6 +72,7 @@ struct fs_context {
     int hopper_rows_jobs;    /* the rows kernel's jobs per CTA; 0: automatic */
     int w_stream;            /* how the Hopper kernels stream W (enum fs_w_stream,
                                 kernels/scan_hopper.cuh): by the chip's memory bandwidth */
+    int w_hint;              /* W loads' L2 hint (enum fs_w_hint); -1: by the stream */
     int64_t tail_rows_max;   /* the Hopper scan's last CTA ends ops of up to this many rows;
                                 past it, a merge kernel on every SM does */
     int single_launch;       /* unfiltered sample, draft argmax and verify on the Hopper

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The commands of this folder, in the order they ran (five device calls on
+# one H200 each; the build carried by bench/tools/carry_pack.sh, the build
+# before the change kept as /tmp/fsb/{bench,tree,filter}_old).
+set -u
+bash bench/tools/carry_unpack.sh >/dev/null
+export LD_LIBRARY_PATH=/tmp/fs_deps/usr/lib/x86_64-linux-gnu:/usr/local/cuda/lib64
+O=/tmp/o; mkdir -p $O/ab
+B=/tmp/b-full/bench
+
+# 1. probe_hints.txt (and _reversed: the same list in reverse order)
+CF=("tile=128" "tile=128,h=0" "tile=128,cl=2" "tile=128,order=c" "tile=128,pol=none"
+    "tile=128,pol=en" "tile=128,promo=256" "tile=128,promo=128" "tile=128,kb=1,st=12"
+    "tile=128,kb=4,st=3" "tile=128,st=3" "tile=128,st=4" "tile=128,cw=1" "tile=128,cps=2"
+    "tile=64,box=64,kb=1,st=16" "tile=64,box=64,kb=1,st=16,cl=2" "tile=64,box=64,kb=2,st=12"
+    "tile=256,box=128,kb=1,st=6" "tile=128,box=64")
+$B/w_stream_probe --shapes 151936x4096,128256x8192 --rounds 3 --reps 20 "${CF[@]}" > $O/probe_hints.txt
+
+# 2. probe_nohint.txt
+CF=("tile=128" "tile=128,pol=none" "tile=128,pol=none,promo=256" "tile=128,pol=none,promo=128"
+    "tile=128,pol=none,h=0" "tile=128,pol=none,kb=1,st=12" "tile=128,pol=none,st=4"
+    "tile=128,pol=none,cl=2" "tile=128,pol=none,order=c" "tile=64,box=64,kb=1,st=16,pol=none"
+    "tile=128,pol=none,cps=2" "tile=256,box=128,kb=1,st=6,pol=none")
+$B/w_stream_probe --shapes 151936x4096,128256x8192,262144x3072 --rounds 3 --reps 20 "${CF[@]}" > $O/probe_nohint.txt
+
+# 3. the library before (evict_first: old) and after (no hint: new)
+OUT=$O/ab bash bench/tools/ab_rounds.sh -r 2 small \
+  "--shapes 151936x4096,128256x8192,262144x3072 --rows 1,16,64,96,128 --requests 1,4,16 --rounds 2 --reps 10" \
+  old=/tmp/fsb/bench_old new=$B/flashspec_bench
+OUT=$O/ab bash bench/tools/ab_rounds.sh -r 4 mid \
+  "--shapes 151936x4096,128256x8192 --rows 132,144,192 --requests 32 --rounds 2 --reps 10" \
+  old=/tmp/fsb/bench_old new=$B/flashspec_bench
+for r in 1 2 3; do for v in old new; do
+  bin=$B/tree_bench; [ $v = old ] && bin=/tmp/fsb/tree_old
+  $bin --requests 1,4,16 --nodes 8,16,32 --rounds 2 --reps 10 > $O/tree_${v}_$r.txt
+done; done
+for r in 1 2; do for v in old new; do
+  bin=$B/filter_bench; [ $v = old ] && bin=/tmp/fsb/filter_old
+  $bin --shapes 151936x4096,128256x8192 --rows 1,16,64 --logits 1 --rounds 2 --reps 10 > $O/filter_${v}_$r.txt
+done; done
+
+# 4. the promoted stream (past 128 rows) without its hint, on the first
+#    build (the rows kernel's 192-row and clustered kernels compiled the
+#    unhinted load then)
+OUT=$O/ab bash bench/tools/ab_rounds.sh -r 2 large \
+  "--shapes 151936x4096,128256x8192 --rows 192,256,512 --requests 64 --rounds 2 --reps 10" \
+  new=$B/flashspec_bench nohint=$B/flashspec_bench@FLASHSPEC_W_HINT=0
+
+# 5. the H200's earlier rows kernel, asked again with the faster tile kernel
+OUT=$O/ab bash bench/tools/ab_rounds.sh -r 3 early \
+  "--shapes 151936x4096,128256x8192,262144x3072 --rows 64,72,80,88,96 --requests 13,16,19 --rounds 2 --reps 10" \
+  auto=$B/flashspec_bench early0=$B/flashspec_bench@FLASHSPEC_HOPPER_ROWS_EARLY=0
+for r in 1 2 3; do for v in auto early0; do
+  e=""; [ $v = early0 ] && e="FLASHSPEC_HOPPER_ROWS_EARLY=0"
+  env $e $B/tree_bench --shapes 151936x4096,128256x8192,262144x3072 --requests 1,2,4 \
+    --nodes 16,20,32,40,64 --rounds 2 --reps 10 > $O/early_tree_${v}_$r.txt
+done; done
+
+# 6. tests
+(cd /tmp/b-full && ctest -j 4 -R gpu > $O/ctest_gpu.txt)
+(cd /tmp/b-full/tests && FS_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck ./test_gpu_agree \
+  > $O/san_memcheck_test_gpu_agree.txt)
+
+# tables (off the device, from runs.tar.gz):
+#   bench/tools/bench_ab_table.py evict_first='runs/ab/small_old_*.txt' no_hint='runs/ab/small_new_*.txt'
+#   (ab_1_128_rows_table.txt; mid_* -> ab_132_192_rows_table.txt; large_* ->
+#   ab_192_512_rows_promoted_table.txt; early_* -> ab_rows_early_table.txt)
