@@ -56,6 +56,24 @@ for r in 1 2 3; do for v in auto early0; do
     --nodes 16,20,32,40,64 --rounds 2 --reps 10 > $O/early_tree_${v}_$r.txt
 done; done
 
+# 7. also asked (not changed): the op tail at 5-8 rows, trees on the rows
+#    kernel from 65 rows, sample at 64 rows with and without the single launch
+OUT=$O/ab bash bench/tools/ab_rounds.sh -r 3 tail \
+  "--shapes 151936x4096,128256x8192,262144x3072 --rows 4,5,8 --requests 1,2 --ops sample,verify --rounds 2 --reps 20" \
+  def=$B/flashspec_bench tail10=$B/flashspec_bench@FLASHSPEC_TAIL_ROWS_MAX=10
+for r in 1 2 3; do for v in def rows65; do
+  e=""; [ $v = rows65 ] && e="FLASHSPEC_HOPPER_ROWS_MIN=65"
+  env $e $B/tree_bench --shapes 151936x4096,128256x8192 --requests 1,2,4 --nodes 16,19,32,64 \
+    --rounds 2 --reps 10 > $O/tree_${v}_$r.txt
+done; done
+OUT=$O/ab bash bench/tools/ab_rounds.sh -r 3 s64 \
+  "--shapes 128256x8192,262144x3072 --rows 32,48,64 --ops sample,argmax --rounds 3 --reps 20" \
+  def=$B/flashspec_bench single0=$B/flashspec_bench@FLASHSPEC_SINGLE_LAUNCH=0
+FS_TRACE_OUT=$O/trace64.txt CUDA_INJECTION64_PATH=$B/libfs_kernel_trace.so \
+  $B/flashspec_bench --shapes 128256x8192,262144x3072 --rows 32,64 --ops sample,argmax --rounds 3 --reps 20
+#    (bench/tools/kernel_trace_table.py trace64.txt.gz > trace_32_64_rows_table.txt;
+#    LD_LIBRARY_PATH needs /usr/local/cuda/extras/CUPTI/lib64)
+
 # 6. tests
 (cd /tmp/b-full && ctest -j 4 -R gpu > $O/ctest_gpu.txt)
 (cd /tmp/b-full/tests && FS_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck ./test_gpu_agree \
