@@ -74,6 +74,14 @@ FS_TRACE_OUT=$O/trace64.txt CUDA_INJECTION64_PATH=$B/libfs_kernel_trace.so \
 #    (bench/tools/kernel_trace_table.py trace64.txt.gz > trace_32_64_rows_table.txt;
 #    LD_LIBRARY_PATH needs /usr/local/cuda/extras/CUPTI/lib64)
 
+# 8. ncu, 151936 x 4096 (the fused launches, then cuBLAS's: -k regex:'nvjet' -c 6)
+for rows in 1 16 64; do
+  ncu --clock-control none --csv -k regex:'fsh_scan' -c 4 \
+    --section SpeedOfLight --metrics dram__bytes_read.sum,gpu__time_duration.sum \
+    $B/flashspec_bench --shapes 151936x4096 --rows $rows --ops sample,argmax --rounds 1 --reps 2 \
+    --warmup 0 --gemm heuristic > $O/ncu_${rows}rows_fused.csv
+done
+
 # 6. tests
 (cd /tmp/b-full && ctest -j 4 -R gpu > $O/ctest_gpu.txt)
 (cd /tmp/b-full/tests && FS_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck ./test_gpu_agree \
