@@ -82,6 +82,14 @@ for rows in 1 16 64; do
     --warmup 0 --gemm heuristic > $O/ncu_${rows}rows_fused.csv
 done
 
+# 9. the tile kernel's L2 reads at 16-96 rows
+for rows in 16 64 80 96; do
+  FLASHSPEC_HOPPER_ROWS_EARLY=0 ncu --clock-control none --csv -k regex:'fsh_scan' -c 2 \
+    --section SpeedOfLight --metrics dram__bytes_read.sum,gpu__time_duration.sum,lts__t_bytes.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active \
+    $B/flashspec_bench --shapes 151936x4096 --rows $rows --ops sample --rounds 1 --reps 2 --warmup 0 \
+    --gemm heuristic > $O/ncu_l2_${rows}rows_tile.csv
+done
+
 # 6. tests
 (cd /tmp/b-full && ctest -j 4 -R gpu > $O/ctest_gpu.txt)
 (cd /tmp/b-full/tests && FS_GPU_TEST_SMALL=1 compute-sanitizer --tool memcheck ./test_gpu_agree \
