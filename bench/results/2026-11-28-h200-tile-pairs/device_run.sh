@@ -20,3 +20,16 @@ for r in 1 2; do for v in def pairs; do
 done; done
 # ab_pairs_table.txt: bench/tools/bench_ab_table.py default='runs/pairs_def_[0-9].txt' \
 #   pairs='runs/pairs_pairs_[0-9].txt' pairs_to_96='runs/pairs_pairs_tile_[0-9].txt'
+
+# the default build (e1f0198's kernels): where the warps wait, 16 and 80 rows
+for rows in 16 80; do
+  ncu --clock-control none --csv -k regex:'fsh_scan' -c 1 \
+    --section WarpStateStats --section SchedulerStats --section SpeedOfLight --section Occupancy \
+    --metrics gpu__time_duration.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active \
+    $B/flashspec_bench --shapes 151936x4096 --rows $rows --ops sample --rounds 1 --reps 1 --warmup 0 \
+    --gemm heuristic > $O/ncu_sched_${rows}rows.csv
+  ncu --clock-control none --csv -k regex:'fsh_scan' -c 1 \
+    --metrics regex:smsp__average_warps_issue_stalled_.*_per_issue_active.ratio \
+    $B/flashspec_bench --shapes 151936x4096 --rows $rows --ops sample --rounds 1 --reps 1 --warmup 0 \
+    --gemm heuristic > $O/ncu_stalls_${rows}rows.csv
+done
