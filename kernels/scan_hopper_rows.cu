@@ -455,8 +455,8 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
                     if (j >= STAGES) /* step j - STAGES released by every warp of the cluster */
                         mbar_wait(FSHR_EMPTY(s), (uint32_t)(j / STAGES - 1) & 1u);
                     const int hmode = SH && i < h_steps ? (lone0 ? 1 : 2) : 0; /* issue_step */
-                    issue_step<NWG, CL, MULTI>(i, s, &tmw, &tmh, &tms, sW, sH, FSHR_FULL(s), q.rb, q.u0,
-                                        q.u1, live, shared, hmode, a);
+                    issue_step<NWG, CL, MULTI>(i, s, &tmw, &tmh, &tms, sW, sH, FSHR_FULL(s), q.rb,
+                                               q.u0, q.u1, live, shared, hmode, a);
                     if (SH && lone0 && i >= h_steps) /* for the peer, past its last step */
                         mbar_arrive_count(FSHR_EMPTY(s), NCW);
                 }
