@@ -183,7 +183,8 @@ int parse_cfg(const char *s, Cfg *c)
         else return -1;
     }
     if (c->box < 8 || c->box > 256 || c->box % 8 || c->tile % c->box || c->kb < 1 || c->st < 2 ||
-        (c->cl != 1 && c->cl != 2) || (c->cps != 1 && c->cps != 2) || c->cw < 1 || c->cw > 8)
+        (c->cl != 1 && c->cl != 2) || (c->cps != 1 && c->cps != 2) || c->cw < 1 || c->cw > 8 ||
+        (c->promo != 0 && c->promo != 128 && c->promo != 256))
         return -1;
     return 0;
 }
@@ -336,23 +337,8 @@ int main(int argc, char **argv)
             r.c = cfgs[i];
             r.stream = stream;
             const Cfg &c = r.c;
-            CUDA_CHECK(make_map(&r.tmw, w, 1, D, V, c.box, 0));
-            if (c.promo) { /* make_map knows 0 and 256 */
-                PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
-                const cuuint64_t dims[2] = {(cuuint64_t)D, (cuuint64_t)V};
-                const cuuint64_t strides[1] = {(cuuint64_t)D * 2u};
-                const cuuint32_t box[2] = {(cuuint32_t)BK, (cuuint32_t)c.box};
-                const cuuint32_t estr[2] = {1u, 1u};
-                if (fn(&r.tmw, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, w, dims, strides, box, estr,
-                       CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                       c.promo == 128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
-                                      : CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
-                    fprintf(stderr, "tensor map\n");
-                    return 1;
-                }
-            }
-            CUDA_CHECK(make_map(&r.tmh, hbuf, 1, D, 16, 16, 1));
+            CUDA_CHECK(make_map(&r.tmw, w, 1, D, V, c.box, c.promo));
+            CUDA_CHECK(make_map(&r.tmh, hbuf, 1, D, 16, 16));
             const int stage_bytes = c.kb * ((c.tile / c.box) * c.box * 128 + (c.h ? 16 * 128 : 0));
             const int room = SMEM_MAX / c.cps - 1024 - 2 * 64 * 8;
             const int stages = std::min(c.st, room / stage_bytes);

@@ -227,10 +227,11 @@ static inline PFN_cuTensorMapEncodeTiled_v12000 encode_fn()
 
 /* 2-D map over a [outer, D] row-major 16-bit matrix, box BK x box_rows,
  * 128-byte swizzle; rows past `outer` and columns past D read as zeros.
- * promote_256: each L2 miss fetches 256 bytes (the box's rows are 128 bytes
- * wide); 0: no promotion (FS_W_STREAM_PLAIN, scan_hopper.cuh). */
+ * promote_bytes: what each L2 miss fetches, 256 (the box's rows are 128
+ * bytes wide: the next box's half too) or 128; 0: no promotion
+ * (FS_W_STREAM_PLAIN, scan_hopper.cuh). */
 static inline cudaError_t make_map(CUtensorMap *map, const void *base, int is_bf16, int64_t D,
-                                   int64_t outer, int box_rows, int promote_256 = 1)
+                                   int64_t outer, int box_rows, int promote_bytes = 256)
 {
     PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
     if (!fn)
@@ -242,8 +243,9 @@ static inline cudaError_t make_map(CUtensorMap *map, const void *base, int is_bf
     CUresult r = fn(map, is_bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
                     2, const_cast<void *>(base), dims, strides, box, estr,
                     CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                    promote_256 ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B
-                                : CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                    promote_bytes == 256   ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B
+                    : promote_bytes == 128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
+                                           : CU_TENSOR_MAP_L2_PROMOTION_NONE,
                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }

@@ -689,7 +689,7 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
     a.w_hint = fs_w_hint_for(opts ? opts->w_hint : FS_W_HINT_AUTO, plain);
 
     CUtensorMap tw;
-    if ((e = make_map(&tw, W, is_bf16, D, V_local, BM, plain ? 0 : 1)) != cudaSuccess)
+    if ((e = make_map(&tw, W, is_bf16, D, V_local, BM, plain ? 0 : 256)) != cudaSuccess)
         return (int)e;
     const int grid = (int)n_recs;
     switch (bn) {

@@ -1006,7 +1006,7 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
     const bool plain = w_stream == FS_W_STREAM_PLAIN && rows <= 128;
     a.w_hint = fs_w_hint_for(w_hint, plain);
     Maps m;
-    cudaError_t e = make_map(&m.w, W, is_bf16, D, V_local, UNIT, plain ? 0 : 1);
+    cudaError_t e = make_map(&m.w, W, is_bf16, D, V_local, UNIT, plain ? 0 : 256);
     if (e == cudaSuccess)
         e = make_map(&m.h, H, is_bf16, D, rows, br);
     if (e == cudaSuccess)
