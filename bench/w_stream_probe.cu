@@ -13,14 +13,18 @@
  *   box=B      W rows per TMA box, T % B == 0, B <= 256       (128)
  *   kb=K       64-element k-boxes per stage                   (2)
  *   st=S       stages (capped by what fits)                   (6)
- *   order=s|c  a CTA's tiles strided by the grid, or contiguous (s)
+ *   order=s|c|p  a CTA's tiles strided by the grid, or contiguous, or
+ *              "pairs": tiles of T tokens strided for as many whole waves
+ *              as fit, then the last T/2-token units one at a time, so that
+ *              CTAs stream the same W bytes to one unit           (s)
  *   cl=1|2     cluster size (placement only: nothing shared)  (1)
  *   pol=ef|en|el|none  the loads' L2 policy                   (ef)
  *   promo=0|128|256    the map's L2 promotion                 (0)
  *   cps=1|2    CTAs per SM (shared memory split between them) (1)
  *   cw=N       consumer warps that wait for and release a stage (8)
- *   h=0|1      an H box of 16 rows per k-box beside W's, as the tile kernel
- *              loads at 1-16 rows (evict_last)                (1)
+ *   h=0|1      an H box per k-box beside W's, as the tile kernel loads it
+ *              (evict_last)                                   (1)
+ *   hr=R       rows of that H box, 8-256 (the tile kernel's row block) (16)
  *
  * A configuration is one argument of comma-separated settings, e.g.
  * "tile=64,box=64,kb=1,st=16,cl=2".  Each is timed as the benchmark times
@@ -54,24 +58,35 @@ namespace {
 
 struct Cfg {
     int tile = 128, box = 128, kb = 2, st = 6, order = 0, cl = 1, pol = 0, promo = 0, cps = 1,
-        cw = 8, h = 1;
+        cw = 8, h = 1, hr = 16;
     std::string text;
 };
 
 struct Params {
-    int n_tiles, steps_per_tile, tile, box, kb, stages, order, per_cta, cw, pol, h;
+    int n_tiles, steps_per_tile, tile, box, kb, stages, order, per_cta, cw, pol, h, hr;
+    int pairs; /* order p: two-unit tiles before the single units */
     unsigned long long *t_end; /* [grid] globaltimer at each CTA's end */
 };
 
-/* The tile of the i-th step of this CTA's sequence, or -1 past its end. */
-__device__ __forceinline__ int tile_of(const Params &p, int i)
+/* The i-th tile of this CTA's sequence: its first token, or -1 past its end;
+ * *ntok its tokens (order p: tile or tile / 2). */
+__device__ __forceinline__ int tile_of(const Params &p, int i, int *ntok)
 {
+    *ntok = p.tile;
+    if (p.order == 2) {
+        const int k = (int)blockIdx.x + i * (int)gridDim.x, unit = p.tile / 2;
+        if (k < p.pairs)
+            return k * p.tile;
+        *ntok = unit;
+        const int u = 2 * p.pairs + (k - p.pairs);
+        return u < p.n_tiles ? u * unit : -1; /* n_tiles: units here */
+    }
     if (p.order == 0) {
         const int t = (int)blockIdx.x + i * (int)gridDim.x;
-        return t < p.n_tiles ? t : -1;
+        return t < p.n_tiles ? t * p.tile : -1;
     }
     const int t = (int)blockIdx.x * p.per_cta + i;
-    return i < p.per_cta && t < p.n_tiles ? t : -1;
+    return i < p.per_cta && t < p.n_tiles ? t * p.tile : -1;
 }
 
 __global__ void __launch_bounds__(288, 1)
@@ -82,7 +97,7 @@ __global__ void __launch_bounds__(288, 1)
     extern __shared__ unsigned char smem_raw[];
     unsigned char *smem = smem_align_1024(smem_raw);
     const uint32_t sbase = smem_u32(smem);
-    const int wbox = p.box * 128, hbox = 16 * 128;
+    const int wbox = p.box * 128, hbox = p.hr * 128;
     const int stage_bytes = p.kb * ((p.tile / p.box) * wbox + (p.h ? hbox : 0));
     const uint32_t sbar = sbase + (uint32_t)(p.stages * stage_bytes);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -103,21 +118,23 @@ __global__ void __launch_bounds__(288, 1)
         int s = 0;
         uint32_t ph = 0;
         for (int i = 0;; ++i) {
-            const int t = tile_of(p, i);
-            if (t < 0)
+            int ntok;
+            const int t0 = tile_of(p, i, &ntok);
+            if (t0 < 0)
                 break;
+            const int step_bytes = p.kb * ((ntok / p.box) * wbox + (p.h ? hbox : 0));
             for (int k = 0; k < p.steps_per_tile; ++k) {
                 const uint32_t full = sbar + 8u * s, empty = sbar + 8u * (p.stages + s);
                 mbar_wait(empty, ph ^ 1u);
-                mbar_expect_tx(full, (uint32_t)stage_bytes);
+                mbar_expect_tx(full, (uint32_t)step_bytes);
                 uint32_t dst = sbase + (uint32_t)(s * stage_bytes);
                 for (int h = 0; h < p.kb; ++h) {
                     const int kc = (k * p.kb + h) * BK;
-                    for (int m = 0; m < p.tile; m += p.box) {
+                    for (int m = 0; m < ntok; m += p.box) {
                         if (p.pol == 3)
-                            tma_load_2d_nohint(dst, &tmw, kc, t * p.tile + m, full);
+                            tma_load_2d_nohint(dst, &tmw, kc, t0 + m, full);
                         else
-                            tma_load_2d(dst, &tmw, kc, t * p.tile + m, full, pol);
+                            tma_load_2d(dst, &tmw, kc, t0 + m, full, pol);
                         dst += (uint32_t)wbox;
                     }
                     if (p.h) {
@@ -134,7 +151,8 @@ __global__ void __launch_bounds__(288, 1)
     } else if (warp >= 1 && warp <= p.cw && lane == 0) {
         int s = 0;
         uint32_t ph = 0;
-        for (int i = 0; tile_of(p, i) >= 0; ++i)
+        int ntok;
+        for (int i = 0; tile_of(p, i, &ntok) >= 0; ++i)
             for (int k = 0; k < p.steps_per_tile; ++k) {
                 mbar_wait(sbar + 8u * s, ph);
                 mbar_arrive(sbar + 8u * (p.stages + s));
@@ -173,18 +191,20 @@ int parse_cfg(const char *s, Cfg *c)
         else if (k == "box") c->box = n;
         else if (k == "kb") c->kb = n;
         else if (k == "st") c->st = n;
-        else if (k == "order") c->order = v == "c" ? 1 : 0;
+        else if (k == "order") c->order = v == "c" ? 1 : v == "p" ? 2 : 0;
         else if (k == "cl") c->cl = n;
         else if (k == "pol") c->pol = v == "en" ? 1 : v == "el" ? 2 : v == "none" ? 3 : 0;
         else if (k == "promo") c->promo = n;
         else if (k == "cps") c->cps = n;
         else if (k == "cw") c->cw = n;
         else if (k == "h") c->h = n;
+        else if (k == "hr") c->hr = n;
         else return -1;
     }
     if (c->box < 8 || c->box > 256 || c->box % 8 || c->tile % c->box || c->kb < 1 || c->st < 2 ||
         (c->cl != 1 && c->cl != 2) || (c->cps != 1 && c->cps != 2) || c->cw < 1 || c->cw > 8 ||
-        (c->promo != 0 && c->promo != 128 && c->promo != 256))
+        (c->promo != 0 && c->promo != 128 && c->promo != 256) || c->hr < 8 || c->hr > 256 ||
+        c->hr % 8 || (c->order == 2 && (c->tile / 2) % c->box))
         return -1;
     return 0;
 }
@@ -260,6 +280,7 @@ int main(int argc, char **argv)
     std::vector<std::pair<long, long>> shapes = {{151936, 4096}};
     int rounds = 3, reps = 20;
     std::vector<Cfg> cfgs;
+    std::vector<int> grows = {1, 16};
     for (int i = 1; i < argc; ++i) {
         if (!strcmp(argv[i], "--shapes") && i + 1 < argc) {
             shapes.clear();
@@ -276,6 +297,16 @@ int main(int argc, char **argv)
             rounds = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
             reps = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--gemm-rows") && i + 1 < argc) {
+            grows.clear();
+            for (char *tok = strtok(argv[++i], ","); tok; tok = strtok(NULL, ",")) {
+                const int n = atoi(tok);
+                if (n < 1 || n > 256) {
+                    fprintf(stderr, "bad --gemm-rows %s\n", tok);
+                    return 2;
+                }
+                grows.push_back(n);
+            }
         } else {
             Cfg c;
             if (parse_cfg(argv[i], &c)) {
@@ -322,12 +353,12 @@ int main(int argc, char **argv)
         void *w, *hbuf, *logits, *copy_dst;
         unsigned long long *t_end;
         CUDA_CHECK(cudaMalloc(&w, wbytes));
-        CUDA_CHECK(cudaMalloc(&hbuf, (size_t)16 * D * 2));
-        CUDA_CHECK(cudaMalloc(&logits, (size_t)16 * V * 2));
+        CUDA_CHECK(cudaMalloc(&hbuf, (size_t)256 * D * 2));
+        CUDA_CHECK(cudaMalloc(&logits, (size_t)256 * V * 2));
         CUDA_CHECK(cudaMalloc(&copy_dst, wbytes / 2));
         CUDA_CHECK(cudaMalloc(&t_end, sizeof(unsigned long long) * 2 * sms));
         CUDA_CHECK(bl_fill_normal_bf16(w, (size_t)V * D, 0.02f, 1, stream));
-        CUDA_CHECK(bl_fill_normal_bf16(hbuf, (size_t)16 * D, 1.0f, 2, stream));
+        CUDA_CHECK(bl_fill_normal_bf16(hbuf, (size_t)256 * D, 1.0f, 2, stream));
         CUDA_CHECK(cudaStreamSynchronize(stream));
 
         std::vector<Method> ms;
@@ -338,8 +369,8 @@ int main(int argc, char **argv)
             r.stream = stream;
             const Cfg &c = r.c;
             CUDA_CHECK(make_map(&r.tmw, w, 1, D, V, c.box, c.promo));
-            CUDA_CHECK(make_map(&r.tmh, hbuf, 1, D, 16, 16));
-            const int stage_bytes = c.kb * ((c.tile / c.box) * c.box * 128 + (c.h ? 16 * 128 : 0));
+            CUDA_CHECK(make_map(&r.tmh, hbuf, 1, D, c.hr, c.hr));
+            const int stage_bytes = c.kb * ((c.tile / c.box) * c.box * 128 + (c.h ? c.hr * 128 : 0));
             const int room = SMEM_MAX / c.cps - 1024 - 2 * 64 * 8;
             const int stages = std::min(c.st, room / stage_bytes);
             if (stages < 2 || (D / 64) % c.kb) {
@@ -349,9 +380,12 @@ int main(int argc, char **argv)
             r.smem = 1024 + stages * stage_bytes + 2 * stages * 8;
             r.grid = sms * c.cps;
             r.grid -= r.grid % c.cl;
-            const int n_tiles = (int)((V + c.tile - 1) / c.tile); /* the last: TMA zero-fills */
-            r.p = Params{n_tiles, (int)(D / 64 / c.kb), c.tile, c.box, c.kb, stages, c.order,
-                         (n_tiles + r.grid - 1) / r.grid, c.cw, c.pol, c.h, t_end};
+            /* the last tile (unit): TMA zero-fills */
+            const int n_tiles = (int)((V + c.tile - 1) / c.tile);
+            const int n_units = (int)((V + c.tile / 2 - 1) / (c.tile / 2));
+            r.p = Params{c.order == 2 ? n_units : n_tiles, (int)(D / 64 / c.kb), c.tile, c.box,
+                         c.kb, stages, c.order, (n_tiles + r.grid - 1) / r.grid, c.cw, c.pol,
+                         c.h, c.hr, r.grid * (n_units / (2 * r.grid)), t_end};
             char name[160];
             snprintf(name, sizeof name, "%s [st %d, %d KB]", c.text.c_str(), stages,
                      r.smem >> 10);
@@ -373,9 +407,8 @@ int main(int argc, char **argv)
             m.probe = nullptr;
             ms.push_back(m);
         }
-        GemmRun gr[2];
-        const int grows[2] = {1, 16};
-        for (int g = 0; g < 2; ++g) {
+        std::vector<GemmRun> gr(grows.size());
+        for (size_t g = 0; g < grows.size(); ++g) {
             gr[g] = {nullptr, w, hbuf, logits, stream};
             if (bl_gemm_create(&gr[g].g, V, D, grows[g], w, hbuf, logits, 0, stream)) {
                 fprintf(stderr, "cuBLAS: %s\n", bl_gemm_last_error());
