@@ -157,48 +157,43 @@ FS_HD int fs_block_hopeless(float m, float best_key)
     return m - best_key < -(FS_BLOCK_KEY_REACH + 4e-6f * (fabsf(m) + fabsf(best_key)));
 }
 
-/* Token that takes part in the noise: finite, not the excluded one (disallowed
- * tokens come in as -inf). */
-FS_HD int fs_noise_eligible(const fs_row_desc *d, int32_t id, float s)
+/* Inverse CDF inside a block, over its weights w_i = exp(s_i - m) (0 for a
+ * token that takes no part: -inf, disallowed, excluded, or underflowed): the
+ * first i of positive weight with target < c_i, where c_i adds the weights
+ * one at a time in token order; when rounding leaves the target past the
+ * total, the last token of positive weight (-1 if none).  Adding a weight of
+ * 0 leaves c as it is, so the running sum is the one that skips those tokens
+ * (the CPU's and every kernel's, bit for bit: kept_block_draw in
+ * kernels/filter_resolve.cuh repeats it).  Selects, not a loop that exits at
+ * the pick: a warp runs this whenever one of its lanes' keys can win, and
+ * the exiting loop -- an exponential and a branch per step -- put 16
+ * dependent steps on its path.  Returns the index, and the token's score v_i
+ * in *picked_s. */
+FS_HD int fs_block_pick(const float *v, const float *w, float target, float *picked_s)
 {
-    return s > -INFINITY && s < INFINITY && id != d->excluded;
-}
-
-/* Inverse CDF inside a block: the first eligible token i with
- * target < sum_{j <= i} exp(s_j - m); when rounding leaves the target past
- * the total, the last token of positive weight.  Returns an index into s
- * and its score in *picked_s.
- * (Loops run over the whole block with i < n guards, so that device code
- * keeps s in registers.) */
-FS_HD int fs_block_pick(const fs_row_desc *d, int32_t id0, int n, const float *s, float m,
-                        float target, float *picked_s)
-{
-    float c = 0.0f, last_s = -INFINITY;
-    int last = -1;
+    float c = 0.0f, first_s = -INFINITY, last_s = -INFINITY;
+    int first = -1, last = -1;
     FS_UNROLL_HOT
     for (int i = 0; i < FS_NOISE_BLOCK; ++i) {
-        if (i >= n || !fs_noise_eligible(d, id0 + i, s[i]))
-            continue;
-        float e = fs_exp(s[i] - m);
-        if (e > 0.0f) {
-            c += e;
-            last = i;
-            last_s = s[i];
-            if (target < c) {
-                *picked_s = s[i];
-                return i;
-            }
-        }
+        c += w[i];
+        const int pos = w[i] > 0.0f, take = first < 0 && pos && target < c;
+        last = pos ? i : last;
+        last_s = pos ? v[i] : last_s;
+        first = take ? i : first;
+        first_s = take ? v[i] : first_s;
     }
-    *picked_s = last_s;
-    return last;
+    /* the score by selects in the loop, not v[first]: an index known only
+       at run time would put the block's scores in local memory */
+    *picked_s = first >= 0 ? first_s : last_s;
+    return first >= 0 ? first : last;
 }
 
-/* Offer a block's candidate: key m + log S + G for the block whose eligible
- * max is m and sum of exp(s - m) is S, drawing the token only when the key can
- * win the record. */
-FS_HD void fs_record_offer_block(fs_record *r, const fs_row_desc *d, int32_t id0, int n,
-                                 const float *s, float m, float S)
+/* Offer a block's candidate: key m + log S + G for the block whose max is m,
+ * weights w (fs_block_weights) and sum S, drawing the token only when the
+ * key can win the record; v: the block's scores (the picked token's goes to
+ * best_s). */
+FS_HD void fs_record_offer_block(fs_record *r, const fs_row_desc *d, int32_t id0, const float *v,
+                                 const float *w, float m, float S)
 {
     uint32_t wg, wu;
     fs_block_words(d->seed, d->offset, d->position, (uint32_t)id0 / FS_NOISE_BLOCK, &wg, &wu);
@@ -206,7 +201,7 @@ FS_HD void fs_record_offer_block(fs_record *r, const fs_row_desc *d, int32_t id0
     if (!(key >= r->best_key))
         return;
     float si;
-    int i = fs_block_pick(d, id0, n, s, m, fs_uniform(wu) * S, &si);
+    const int i = fs_block_pick(v, w, fs_uniform(wu) * S, &si);
     if (i >= 0 && fs_beats(key, id0 + i, r->best_key, r->best_id)) {
         r->best_key = key;
         r->best_id = id0 + i;
@@ -240,19 +235,28 @@ FS_HD int fs_block_first_at(const float *v, float m)
     return at[0];
 }
 
-/* sum of exp(v_i - m) over a block's scores (m their max), by a tree of
- * pairs.  The GPU resolve's kept_block_draw (kernels/filter_resolve.cuh)
- * repeats these pairs and this tree unrolled, in a unit that keeps this
- * loop rolled: a block's key must round alike on both paths, which
- * test_gpu_filter's token-for-token agreement with the CPU checks. */
-FS_HD float fs_block_sum(const float *v, float m)
+/* The weights exp(v_i - m) of a block's scores (m their max; 0 where v_i is
+ * -inf), one exponential a token: the block's sum and its inverse CDF both
+ * read them. */
+FS_HD void fs_block_weights(const float *v, float m, float *w)
+{
+    FS_UNROLL_HOT
+    for (int i = 0; i < FS_NOISE_BLOCK; ++i)
+        w[i] = fs_exp(v[i] - m);
+}
+
+/* The sum of a block's weights, by a tree of pairs.  The GPU resolve's
+ * kept_block_draw (kernels/filter_resolve.cuh) repeats these pairs and this
+ * tree unrolled, in a unit that keeps this loop rolled: a block's key must
+ * round alike on both paths, which test_gpu_filter's token-for-token
+ * agreement with the CPU checks. */
+FS_HD float fs_block_sum(const float *w)
 {
     float e[FS_NOISE_BLOCK / 2];
-    FS_UNROLL_HOT
     for (int i = 0; i < FS_NOISE_BLOCK / 2; ++i)
-        e[i] = fs_exp(v[2 * i] - m) + fs_exp(v[2 * i + 1] - m);
-    for (int w = FS_NOISE_BLOCK / 4; w > 0; w >>= 1)
-        for (int i = 0; i < w; ++i)
+        e[i] = w[2 * i] + w[2 * i + 1];
+    for (int k = FS_NOISE_BLOCK / 4; k > 0; k >>= 1)
+        for (int i = 0; i < k; ++i)
             e[i] = e[2 * i] + e[2 * i + 1];
     return e[0];
 }
@@ -270,31 +274,49 @@ FS_HD void fs_record_push_block(fs_record *r, const fs_row_desc *d, int32_t id0,
 {
     /* v: the scores that take part in the block's max, sum and noise
        (finite, in range, not excluded); the reductions are trees, not
-       16-step dependency chains (the GPU epilogue waits on them) */
+       16-step dependency chains (the GPU epilogue waits on them).  Whether
+       the excluded or selected token lies in the block is asked once: in
+       most blocks neither does, and their loop tests finiteness alone */
     float v[FS_NOISE_BLOCK];
-    FS_UNROLL_HOT
-    for (int i = 0; i < FS_NOISE_BLOCK; ++i) {
-        float x = i < n ? s[i] : -INFINITY;
-        if (!(x > -INFINITY && x < INFINITY)) {
-            if (x != -INFINITY)
-                r->flags |= FS_REC_NONFINITE;
-            x = -INFINITY;
-        } else if (id0 + i == d->excluded) {
-            fs_record_push(r, d, id0 + i, x);
-            x = -INFINITY;
-        } else if (id0 + i == d->selected) {
-            r->sel_s = x;
+    const int64_t xo = (int64_t)d->excluded - id0, so = (int64_t)d->selected - id0;
+    if ((xo < 0 || xo >= n) && (so < 0 || so >= n)) {
+        FS_UNROLL_HOT
+        for (int i = 0; i < FS_NOISE_BLOCK; ++i) {
+            float x = i < n ? s[i] : -INFINITY;
+            if (!(x > -INFINITY && x < INFINITY)) {
+                if (x != -INFINITY)
+                    r->flags |= FS_REC_NONFINITE;
+                x = -INFINITY;
+            }
+            v[i] = x;
         }
-        v[i] = x;
+    } else {
+        FS_UNROLL_HOT
+        for (int i = 0; i < FS_NOISE_BLOCK; ++i) {
+            float x = i < n ? s[i] : -INFINITY;
+            if (!(x > -INFINITY && x < INFINITY)) {
+                if (x != -INFINITY)
+                    r->flags |= FS_REC_NONFINITE;
+                x = -INFINITY;
+            } else if (i == xo) {
+                fs_record_push(r, d, id0 + i, x);
+                x = -INFINITY;
+            } else if (i == so) {
+                r->sel_s = x;
+            }
+            v[i] = x;
+        }
     }
     const float m = fs_block_max(v);
     if (!(m > -INFINITY))
         return;
     const int at = fs_block_first_at(v, m);
-    const float S = fs_block_sum(v, m);
+    float w[FS_NOISE_BLOCK];
+    fs_block_weights(v, m, w);
+    const float S = fs_block_sum(w);
     fs_record_add_lse(r, m, id0 + at, S);
     if (!(d->flags & FS_ROWF_GREEDY) && !fs_block_hopeless(m, r->best_key))
-        fs_record_offer_block(r, d, id0, n, v, m, S);
+        fs_record_offer_block(r, d, id0, v, w, m, S);
 }
 
 FS_HD void fs_record_merge(fs_record *a, const fs_record *b)
