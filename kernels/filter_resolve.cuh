@@ -669,10 +669,11 @@ __device__ __forceinline__ void best_merge_xor(float &key, int32_t &id, float &s
 /* fs_record_offer_block of a kept block into a fresh record, unrolled: the
  * same S (fs_block_sum's pairs and tree), key and inverse CDF (fs_block_pick
  * adds the same weights in the same order; the excluded and empty places
- * are -inf, weight 0, which leave its sum as it is), so the same bits.  This unit
- * keeps record.h's loops rolled for size (FS_COLD_CODE), which puts 16
- * dependent exponentials twice on the kept step's path; with the kept
- * step's code already in L2 (the warm-up slots) its length is latency. */
+ * are -inf, weight 0, which leave its sum as it is), so the same bits.
+ * This unit keeps record.h's loops rolled for size (FS_COLD_CODE), which
+ * puts a 16-step loop of exponentials and the pick's 16 steps on the kept
+ * step's path; with the kept step's code already in L2 (the warm-up slots)
+ * its length is latency. */
 __device__ __forceinline__ void kept_block_draw(fs_record &rec, const fs_row_desc &d,
                                                 int32_t id0, const float (&v)[FS_NOISE_BLOCK],
                                                 float m)
