@@ -64,7 +64,7 @@ struct Cfg {
 
 struct Params {
     int n_tiles, steps_per_tile, tile, box, kb, stages, order, per_cta, cw, pol, h, hr;
-    int pairs; /* order p: two-unit tiles before the single units */
+    int n_units, pairs; /* order p: tile / 2-token units; two-unit tiles before the single units */
     unsigned long long *t_end; /* [grid] globaltimer at each CTA's end */
 };
 
@@ -79,7 +79,7 @@ __device__ __forceinline__ int tile_of(const Params &p, int i, int *ntok)
             return k * p.tile;
         *ntok = unit;
         const int u = 2 * p.pairs + (k - p.pairs);
-        return u < p.n_tiles ? u * unit : -1; /* n_tiles: units here */
+        return u < p.n_units ? u * unit : -1;
     }
     if (p.order == 0) {
         const int t = (int)blockIdx.x + i * (int)gridDim.x;
@@ -370,7 +370,8 @@ int main(int argc, char **argv)
             const Cfg &c = r.c;
             CUDA_CHECK(make_map(&r.tmw, w, 1, D, V, c.box, c.promo));
             CUDA_CHECK(make_map(&r.tmh, hbuf, 1, D, c.hr, c.hr));
-            const int stage_bytes = c.kb * ((c.tile / c.box) * c.box * 128 + (c.h ? c.hr * 128 : 0));
+            const int stage_bytes =
+                c.kb * ((c.tile / c.box) * c.box * 128 + (c.h ? c.hr * 128 : 0));
             const int room = SMEM_MAX / c.cps - 1024 - 2 * 64 * 8;
             const int stages = std::min(c.st, room / stage_bytes);
             if (stages < 2 || (D / 64) % c.kb) {
@@ -383,9 +384,9 @@ int main(int argc, char **argv)
             /* the last tile (unit): TMA zero-fills */
             const int n_tiles = (int)((V + c.tile - 1) / c.tile);
             const int n_units = (int)((V + c.tile / 2 - 1) / (c.tile / 2));
-            r.p = Params{c.order == 2 ? n_units : n_tiles, (int)(D / 64 / c.kb), c.tile, c.box,
-                         c.kb, stages, c.order, (n_tiles + r.grid - 1) / r.grid, c.cw, c.pol,
-                         c.h, c.hr, r.grid * (n_units / (2 * r.grid)), t_end};
+            r.p = Params{n_tiles, (int)(D / 64 / c.kb), c.tile, c.box, c.kb, stages, c.order,
+                         (n_tiles + r.grid - 1) / r.grid, c.cw, c.pol, c.h, c.hr, n_units,
+                         r.grid * (n_units / (2 * r.grid)), t_end};
             char name[160];
             snprintf(name, sizeof name, "%s [st %d, %d KB]", c.text.c_str(), stages,
                      r.smem >> 10);
