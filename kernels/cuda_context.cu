@@ -133,6 +133,10 @@ extern "C" fs_status fs_cuda_context_init(fs_context *ctx, int device_ordinal)
            measure (fs_hopper_rows_min_fast_hbm); FLASHSPEC_HOPPER_ROWS_EARLY=0|1
            sets it (A/B runs) */
         ctx->hopper_rows_early = env_count("FLASHSPEC_HOPPER_ROWS_EARLY", fast_hbm) != 0;
+        /* the rows kernel's automatic row block where 128 and 192 rows pad
+           as many (fs_hopper_rows_block's tie), by the same measure;
+           FLASHSPEC_HOPPER_ROWS_TIE128=0|1 sets it (A/B runs) */
+        ctx->hopper_rows_ties_128 = env_count("FLASHSPEC_HOPPER_ROWS_TIE128", fast_hbm) != 0;
     }
     /* FLASHSPEC_HOPPER_ROWS_MIN moves the switch to the rows-as-M Hopper kernel
        (tests force it to 1 to run every shape through that kernel; the

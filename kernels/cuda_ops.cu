@@ -254,6 +254,7 @@ static fs_hopper_opts hopper_opts(const fs_context *ctx, const fs_op_args *a)
     o.no_multicast = ctx->hopper_no_multicast;
     o.odd_pairs = ctx->hopper_odd_pairs;
     o.row_block = ctx->hopper_row_block;
+    o.ties_128 = ctx->hopper_rows_ties_128;
     o.jobs = ctx->hopper_rows_jobs;
     o.w_stream = ctx->w_stream;
     o.w_hint = ctx->w_hint;

@@ -16,8 +16,18 @@ extern "C" {
  * against an even one of 10+ 128-row blocks), or pad as many in an even
  * count (every block paired in a cluster) where 128-row blocks leave one
  * unpaired (for draft argmax, argmax_only, not at 257-384 rows); 128
- * otherwise.  The measured reasons are in the definition. */
-int fs_hopper_rows_block(int64_t rows, int requested, int argmax_only);
+ * otherwise.  The measured reasons are in the definition.
+ *
+ * tie (non-NULL on an H200): where both pad as many rows, 128 for draft
+ * argmax, and for the sampling ops the block whose longest CTA multiplies
+ * fewer rows x units under the launch's plan (V_local tokens, sm_count
+ * SMs, the multicast knob of fs_hopper_rows_slots), 192 when even. */
+typedef struct fs_rows_tie {
+    int64_t V_local;
+    int sm_count;
+    int multicast;
+} fs_rows_tie;
+int fs_hopper_rows_block(int64_t rows, int requested, int argmax_only, const fs_rows_tie *tie);
 
 /* Plans the rows kernel's launch for these arguments (as
  * fs_hopper_rows_slots) and walks every CTA's jobs as the kernel does.

@@ -609,11 +609,16 @@ static cudaError_t query_sms(int *sm_count)
 struct RowsKnobs {
     int multicast, row_block, jobs;
 };
-static RowsKnobs rows_knobs(int64_t rows, const fs_hopper_opts *opts)
+static RowsKnobs rows_knobs(int64_t V_local, int64_t rows, int sm_count,
+                            const fs_hopper_opts *opts)
 {
-    /* the row block resolved here: the automatic choice depends on the op */
-    return {opts && opts->no_multicast ? 0 : opts && opts->odd_pairs ? 2 : 1,
-            fs_hopper_rows_block(rows, opts ? opts->row_block : 0, opts && opts->argmax_only),
+    /* the row block resolved here: the automatic choice depends on the op
+       and, on an H200, on the plan (ties_128) */
+    const int multicast = opts && opts->no_multicast ? 0 : opts && opts->odd_pairs ? 2 : 1;
+    const fs_rows_tie tie = {V_local, sm_count, multicast};
+    return {multicast,
+            fs_hopper_rows_block(rows, opts ? opts->row_block : 0, opts && opts->argmax_only,
+                                 opts && opts->ties_128 ? &tie : nullptr),
             opts ? opts->jobs : 0};
 }
 
@@ -626,7 +631,7 @@ extern "C" int64_t fs_hopper_records_per_row(int64_t V_local, int64_t rows, int 
         const int64_t nt = fsh::num_tiles(V_local);
         return nt < sm_count ? nt : sm_count;
     }
-    const RowsKnobs k = rows_knobs(rows, opts);
+    const RowsKnobs k = rows_knobs(V_local, rows, sm_count, opts);
     return fs_hopper_rows_slots(V_local, rows, sm_count, k.multicast, k.row_block, k.jobs);
 }
 
@@ -664,7 +669,7 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
     if (fs_hopper_kernel_for(rows, opts) == FS_HOPPER_ROWS) {
         if ((opts && opts->cands) || (tail && tail->single))
             return (int)cudaErrorInvalidValue; /* no candidate lists, no single launch there */
-        const RowsKnobs k = rows_knobs(rows, opts);
+        const RowsKnobs k = rows_knobs(V_local, rows, sm_count, opts);
         return fs_hopper_rows_launch(W, H, is_bf16, V_local, D, rows, vocab_offset, global_vocab,
                                      descs, logit_bias, allowed, recs, n_recs, tail, k.multicast,
                                      k.row_block, k.jobs, sm_count, opts && opts->argmax_only,

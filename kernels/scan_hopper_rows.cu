@@ -797,7 +797,9 @@ double plan_cost(int n_rb, int64_t slots, int64_t grid, int units, int by_tile, 
 Plan rows_plan(int64_t V_local, int64_t rows, int sm_count, int multicast, int row_block,
                int jobs)
 {
-    const int br = fs_hopper_rows_block(rows, row_block, 0);
+    /* row_block: resolved by the launch (rows_knobs); 0 (the plan tests)
+       walks the sampling ops' automatic block by the H100's rule */
+    const int br = fs_hopper_rows_block(rows, row_block, 0, nullptr);
     const int upt = br == Shape<3>::BR ? Shape<3>::UPT : Shape<2>::UPT;
     const int64_t units = (V_local + UNIT - 1) / UNIT;
     const int64_t n_rb = row_blocks(rows, br);
@@ -882,8 +884,25 @@ Plan rows_plan(int64_t V_local, int64_t rows, int sm_count, int multicast, int r
  * count of 10+ (1665-1728 rows, ...): 128, whose several jobs a CTA fill
  * every SM where one 192-row job a CTA leaves some idle (1700 rows: 14 x 128
  * on 132 CTAs against 9 x 192 on 126; sample 0.4-2% and argmax 3.5-6.7%
- * fewer cycles). */
-extern "C" int fs_hopper_rows_block(int64_t rows, int requested, int argmax_only)
+ * fewer cycles).
+ *
+ * tie (an H200, whose HBM reads W again at 4.8 TB/s): where both pad as
+ * many rows, the unpaired 128-row block's drift costs about what the
+ * 192-row shape's L2 feed does (25 against 16 KB per 2^20 MAC paired), and
+ * which is faster follows the slots' balance (calls alternated in one
+ * process, bench/results/2026-11-29-h200-row-block-ties/).  At 264-384 rows
+ * 128-row blocks were 2-6% faster for sample, verify and trees on
+ * 128256 x 8192 and 262144 x 3072, whose longest 128-row CTA has 4% / 2%
+ * fewer rows x units (23 x 128 against 16 x 192 on 1002 units), and 2-6%
+ * slower on 151936 x 4096, where both have 3456; at 1100-1152 rows, where
+ * the 192-row CTAs have 5% fewer, sampling was even (-2% to +2%) and draft
+ * argmax, which does not drift, 3-9% faster in 128-row blocks on all three
+ * shapes.  Where 192 pads fewer rows (544: sample 6-12% slower with 128)
+ * it stays 192. */
+static int64_t longest_cta_rows_units(const fs_rows_tie *tie, int64_t rows, int br);
+
+extern "C" int fs_hopper_rows_block(int64_t rows, int requested, int argmax_only,
+                                    const fs_rows_tie *tie)
 {
     using fshr::Shape;
     if (requested == Shape<2>::BR || requested == Shape<3>::BR)
@@ -898,9 +917,24 @@ extern "C" int fs_hopper_rows_block(int64_t rows, int requested, int argmax_only
     const bool pairs2 = n2 % 2 == 0, pairs3 = n3 % 2 == 0;
     if (pad3 < pad2)
         return pairs2 && !pairs3 && n2 >= 10 ? Shape<2>::BR : Shape<3>::BR;
+    if (pad3 == pad2 && pairs3 && !pairs2 && tie)
+        return argmax_only || longest_cta_rows_units(tie, rows, Shape<2>::BR) <
+                                  longest_cta_rows_units(tie, rows, Shape<3>::BR)
+                   ? Shape<2>::BR
+                   : Shape<3>::BR;
     if (pad3 == pad2 && pairs3 && !pairs2 && (!argmax_only || n2 > 3))
         return Shape<3>::BR;
     return Shape<2>::BR;
+}
+
+/* The rows x 128-token units of the CTA that runs the most, br-row blocks:
+ * at a tie both shapes run one job a CTA (the 192-row shape always, 128
+ * rows as an odd count of blocks), and a slot's units differ from the
+ * others' by one at most. */
+static int64_t longest_cta_rows_units(const fs_rows_tie *tie, int64_t rows, int br)
+{
+    const fshr::Plan p = fshr::rows_plan(tie->V_local, rows, tie->sm_count, tie->multicast, br, 0);
+    return (p.units + p.slots - 1) / p.slots * p.br;
 }
 
 extern "C" int64_t fs_hopper_rows_slots(int64_t V_local, int64_t rows, int sm_count,

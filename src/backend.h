@@ -69,6 +69,8 @@ struct fs_context {
     int hopper_no_multicast; /* the rows kernel runs without 2-CTA clusters */
     int hopper_odd_pairs;    /* the rows kernel pairs an odd count of row blocks */
     int hopper_row_block;    /* the rows kernel's rows per CTA (128 / 192); 0: automatic */
+    int hopper_rows_ties_128; /* where 128 and 192 rows pad as many, the automatic row
+                                 block by the H200's rule (fs_hopper_rows_block's tie) */
     int hopper_rows_jobs;    /* the rows kernel's jobs per CTA; 0: automatic */
     int w_stream;            /* how the Hopper kernels stream W (enum fs_w_stream,
                                 kernels/scan_hopper.cuh): by the chip's memory bandwidth */

@@ -144,15 +144,50 @@ static void test_row_block_choice(void **state)
         {2112, 192, 192},   {4160, 192, 192},
     };
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; ++i) {
-        if (fs_hopper_rows_block(cs[i].rows, 0, 0) != cs[i].sample ||
-            fs_hopper_rows_block(cs[i].rows, 0, 1) != cs[i].argmax)
+        if (fs_hopper_rows_block(cs[i].rows, 0, 0, NULL) != cs[i].sample ||
+            fs_hopper_rows_block(cs[i].rows, 0, 1, NULL) != cs[i].argmax)
             fprintf(stderr, "rows %lld: %d / %d, expected %d / %d\n", (long long)cs[i].rows,
-                    fs_hopper_rows_block(cs[i].rows, 0, 0), fs_hopper_rows_block(cs[i].rows, 0, 1),
-                    cs[i].sample, cs[i].argmax);
-        assert_int_equal(fs_hopper_rows_block(cs[i].rows, 0, 0), cs[i].sample);
-        assert_int_equal(fs_hopper_rows_block(cs[i].rows, 0, 1), cs[i].argmax);
-        assert_int_equal(fs_hopper_rows_block(cs[i].rows, 128, 0), 128);
-        assert_int_equal(fs_hopper_rows_block(cs[i].rows, 192, 1), 192);
+                    fs_hopper_rows_block(cs[i].rows, 0, 0, NULL),
+                    fs_hopper_rows_block(cs[i].rows, 0, 1, NULL), cs[i].sample, cs[i].argmax);
+        assert_int_equal(fs_hopper_rows_block(cs[i].rows, 0, 0, NULL), cs[i].sample);
+        assert_int_equal(fs_hopper_rows_block(cs[i].rows, 0, 1, NULL), cs[i].argmax);
+        assert_int_equal(fs_hopper_rows_block(cs[i].rows, 128, 0, NULL), 128);
+        assert_int_equal(fs_hopper_rows_block(cs[i].rows, 192, 1, NULL), 192);
+    }
+}
+
+/* An H200's tie-break (fs_rows_tie): where 128- and 192-row blocks pad as
+ * many rows, draft argmax takes 128, the sampling ops the block whose
+ * longest CTA has fewer rows x units -- 192 when even; elsewhere the rule
+ * above.  132 SMs, odd pairs (multicast 2). */
+static void test_row_block_tie(void **state)
+{
+    (void)state;
+    static const struct {
+        int64_t V, rows;
+        int sample, argmax;
+    } cs[] = {
+        /* 1187 units: 44 x 27 x 128 = 66 x 18 x 192 at 257-384 rows; at
+           1025-1152, 14 slots of 85 x 128 against 22 of 54 x 192 */
+        {151936, 320, 192, 128},  {151936, 384, 192, 128},  {151936, 1100, 192, 128},
+        /* 1002 units: 23 x 128 against 16 x 192 */
+        {128256, 264, 128, 128},  {128256, 320, 128, 128},  {128256, 1152, 192, 128},
+        /* 2048 units: 47 x 128 against 32 x 192 */
+        {262144, 320, 128, 128},
+        /* no tie: the rule above */
+        {151936, 160, 192, 192},  {128256, 544, 192, 192},  {128256, 704, 128, 128},
+        {151936, 2112, 192, 192},
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; ++i) {
+        const fs_rows_tie tie = {cs[i].V, 132, 2};
+        const int s = fs_hopper_rows_block(cs[i].rows, 0, 0, &tie);
+        const int a = fs_hopper_rows_block(cs[i].rows, 0, 1, &tie);
+        if (s != cs[i].sample || a != cs[i].argmax)
+            fprintf(stderr, "V %lld rows %lld: %d / %d, expected %d / %d\n", (long long)cs[i].V,
+                    (long long)cs[i].rows, s, a, cs[i].sample, cs[i].argmax);
+        assert_int_equal(s, cs[i].sample);
+        assert_int_equal(a, cs[i].argmax);
+        assert_int_equal(fs_hopper_rows_block(cs[i].rows, 192, 1, &tie), 192);
     }
 }
 
@@ -174,6 +209,7 @@ int main(void)
         cmocka_unit_test(test_odd_pairs),
         cmocka_unit_test(test_one_job_elsewhere),
         cmocka_unit_test(test_row_block_choice),
+        cmocka_unit_test(test_row_block_tie),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
