@@ -35,3 +35,7 @@ for r in 1 2 3; do
   $T --requests 1,2,3,4,7 --nodes 8,15,16,31 --shapes 151936x4096,128256x8192,262144x3072 --rounds 2 --reps 10 > $O/tree33_early_$r.txt
   FLASHSPEC_HOPPER_ROWS_MIN=33 $T --requests 1,2,3,4,7 --nodes 8,15,16,31 --shapes 151936x4096,128256x8192,262144x3072 --rounds 2 --reps 10 > $O/tree33_rm33_$r.txt
 done
+# 2026-11-29 recheck (one call at 848fa5d): ab_recheck_48_80_table.txt
+#   OUT=$O/ab bash bench/tools/ab_rounds.sh -r 3 early \
+#     "--shapes 151936x4096,128256x8192,262144x3072 --rows 48,56,64,72,80 --requests 12,16 --rounds 2 --reps 10" \
+#     auto=$B rm49=$B@FLASHSPEC_HOPPER_ROWS_MIN=49
