@@ -917,14 +917,15 @@ extern "C" int fs_hopper_rows_block(int64_t rows, int requested, int argmax_only
     const bool pairs2 = n2 % 2 == 0, pairs3 = n3 % 2 == 0;
     if (pad3 < pad2)
         return pairs2 && !pairs3 && n2 >= 10 ? Shape<2>::BR : Shape<3>::BR;
-    if (pad3 == pad2 && pairs3 && !pairs2 && tie)
+    if (pad3 != pad2 || !pairs3 || pairs2)
+        return Shape<2>::BR;
+    /* a tie that only 192-row blocks pair */
+    if (tie)
         return argmax_only || longest_cta_rows_units(tie, rows, Shape<2>::BR) <
                                   longest_cta_rows_units(tie, rows, Shape<3>::BR)
                    ? Shape<2>::BR
                    : Shape<3>::BR;
-    if (pad3 == pad2 && pairs3 && !pairs2 && (!argmax_only || n2 > 3))
-        return Shape<3>::BR;
-    return Shape<2>::BR;
+    return !argmax_only || n2 > 3 ? Shape<3>::BR : Shape<2>::BR;
 }
 
 /* The rows x 128-token units of the CTA that runs the most, br-row blocks:
