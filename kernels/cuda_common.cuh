@@ -348,15 +348,17 @@ cudaError_t fs_launch_scan_simt(const fs_op_args *a, const fs_scan_args *s, cuda
  * where the device, dtype, D and alignment allow, the generic tensor-core
  * scan otherwise, or when the library was built without sm_90a code (the
  * context then stops trying); fp32 heads the SIMT scan.  Filtered ops
- * (s->cands set) need the tile kernel's per-block epilogue: past its 160
- * rows they run it over row chunks of at most 160.  Tree verify
- * (s->tree_rows) takes either Hopper kernel, as the other ops do.  Sets
- * s->tiles_per_row (records per row); *tile_kernel: the Hopper tile kernel
- * ran; the Hopper scans end the op themselves when `tail` allows, and
- * *tail_ran says whether this one did. */
+ * (s->cands set) take the tile kernel up to 160 rows and the rows kernel's
+ * list-keeping epilogue past them (fs_context.filter_rows_min); filtered
+ * tree verify past 160 rows runs the tile kernel over row chunks of at most
+ * 160.  Tree verify (s->tree_rows) takes either Hopper kernel, as the other
+ * ops do.  Sets s->tiles_per_row (records per row); *hopper_lists: a Hopper
+ * kernel ran, which writes FS_HOPPER_TILE_LISTS candidate lists per record;
+ * the Hopper scans end the op themselves when `tail` allows, and *tail_ran
+ * says whether this one did. */
 struct fs_context;
 cudaError_t fs_launch_fused_scan(fs_context *ctx, const fs_op_args *a, fs_scan_args *s,
-                                 const fs_tail_args *tail, bool *tail_ran, bool *tile_kernel,
+                                 const fs_tail_args *tail, bool *tail_ran, bool *hopper_lists,
                                  cudaStream_t stream);
 
 /* Scan over materialised logits (scan_logits.cu; its chunking: logits_plan.h). */
@@ -369,9 +371,9 @@ fs_scan_args fs_scan_args_make(const fs_op_args *a, const fs_row_desc *descs,
                                fs_record *tile_recs);
 
 /* The op's scan: fs_launch_fused_scan with an LM head, the logits scan
- * without (*tail_ran and *tile_kernel then false). */
+ * without (*tail_ran and *hopper_lists then false). */
 cudaError_t fs_launch_scan(fs_context *ctx, const fs_op_args *a, fs_scan_args *s,
-                           const fs_tail_args *tail, bool *tail_ran, bool *tile_kernel,
+                           const fs_tail_args *tail, bool *tail_ran, bool *hopper_lists,
                            cudaStream_t stream);
 
 /* Per-row merge of tile records into row_recs (merge_finalize.cu); with

@@ -181,6 +181,11 @@ extern "C" fs_status fs_cuda_context_init(fs_context *ctx, int device_ordinal)
        undecided goes to the second pass at once, without the wide resolve
        from more of its prefix (A/B runs, tests) */
     ctx->filter_wide = env_count("FLASHSPEC_FILTER_WIDE", 1) != 0;
+    /* FLASHSPEC_FILTER_ROWS_MIN=n: filtered sample and verify of n rows or
+       more take the rows kernel's list-keeping kernels (one pass over W),
+       fewer the tile kernel; 0: the tile kernel in row chunks of 160, each
+       re-reading W (A/B runs, tests) */
+    ctx->filter_rows_min = env_count("FLASHSPEC_FILTER_ROWS_MIN", FS_HOPPER_TILE_MAX_ROWS + 1);
     int prev;
     fs_status st = fs_cuda_enter(ctx, &prev);
     if (st != FS_OK)

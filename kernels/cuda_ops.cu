@@ -275,12 +275,12 @@ static bool single_launch(const fs_context *ctx, const fs_op_args *a, bool filte
 }
 
 cudaError_t fs_launch_fused_scan(fs_context *ctx, const fs_op_args *a, fs_scan_args *s,
-                                 const fs_tail_args *tail, bool *tail_ran, bool *tile_kernel,
+                                 const fs_tail_args *tail, bool *tail_ran, bool *hopper_lists,
                                  cudaStream_t stream)
 {
     const fs_lm_head *h = a->head;
     *tail_ran = false;
-    *tile_kernel = false;
+    *hopper_lists = false;
     s->tiles_per_row = (a->vocab_size + FS_FUSED_TILE_V - 1) / FS_FUSED_TILE_V;
     if (h->dtype == FS_DTYPE_F32)
         return fs_launch_scan_simt(a, s, stream);
@@ -288,14 +288,17 @@ cudaError_t fs_launch_fused_scan(fs_context *ctx, const fs_op_args *a, fs_scan_a
         fs_hopper_opts o = hopper_opts(ctx, a);
         o.tree_rows = s->tree_rows;
         o.tree_child_s = s->tree_child_s;
-        /* candidate lists come from the tile kernel's per-block epilogue (the
-           rows kernel's register epilogue has none): past its 160 rows the
-           rows go through it in row chunks, each re-reading W -- ceil(rows /
-           160) passes of the tile kernel, where the generic tensor-core scan
-           is ~6x slower than one pass at 320 rows */
+        /* candidate lists: the tile kernel's per-block epilogue up to 160
+           rows; past them (filter_rows_min) the rows kernel's list-keeping
+           kernels, one pass over W.  Tree verify with filters, which those
+           kernels do not take, goes through the tile kernel in row chunks,
+           each re-reading W -- ceil(rows / 160) passes, where the generic
+           tensor-core scan is ~6x slower than one pass at 320 rows */
         const bool filt = s->cands != nullptr;
+        const bool filt_rows = filt && !s->tree_rows && ctx->filter_rows_min > 0 &&
+                               a->rows >= ctx->filter_rows_min;
         if (filt) {
-            o.kernel = FS_HOPPER_TILE;
+            o.kernel = filt_rows ? FS_HOPPER_ROWS : FS_HOPPER_TILE;
             o.cands = s->cands;
         }
         /* one CTA merging every row's records reads them at one SM's
@@ -306,8 +309,9 @@ cudaError_t fs_launch_fused_scan(fs_context *ctx, const fs_op_args *a, fs_scan_a
                          !s->tree_rows
                      ? tail
                      : nullptr;
-        const int64_t chunks = filt ? (a->rows + FS_HOPPER_TILE_MAX_ROWS - 1) / FS_HOPPER_TILE_MAX_ROWS
-                                    : 1;
+        const int64_t chunks = filt && !filt_rows
+                                   ? (a->rows + FS_HOPPER_TILE_MAX_ROWS - 1) / FS_HOPPER_TILE_MAX_ROWS
+                                   : 1;
         const int64_t per = (a->rows + chunks - 1) / chunks;
         const int64_t n_recs = fs_hopper_records_per_row(a->vocab_size, per, ctx->sm_count, &o);
         cudaError_t e = cudaSuccess;
@@ -331,7 +335,7 @@ cudaError_t fs_launch_fused_scan(fs_context *ctx, const fs_op_args *a, fs_scan_a
             /* at most min(sm_count, ceil(V / 128)) records per row, which the
                workspace holds */
             s->tiles_per_row = n_recs;
-            *tile_kernel = fs_hopper_kernel_for(per, &o) == FS_HOPPER_TILE;
+            *hopper_lists = true;
             *tail_ran = e == cudaSuccess && o.tail;
             return e;
         }
@@ -366,13 +370,13 @@ fs_scan_args fs_scan_args_make(const fs_op_args *a, const fs_row_desc *descs,
 }
 
 cudaError_t fs_launch_scan(fs_context *ctx, const fs_op_args *a, fs_scan_args *s,
-                           const fs_tail_args *tail, bool *tail_ran, bool *tile_kernel,
+                           const fs_tail_args *tail, bool *tail_ran, bool *hopper_lists,
                            cudaStream_t stream)
 {
     if (a->head)
-        return fs_launch_fused_scan(ctx, a, s, tail, tail_ran, tile_kernel, stream);
+        return fs_launch_fused_scan(ctx, a, s, tail, tail_ran, hopper_lists, stream);
     *tail_ran = false;
-    *tile_kernel = false;
+    *hopper_lists = false;
     const int64_t chunk =
         fs_logits_chunk(a->rows, a->vocab_size, ctx->sm_count, s->cands != nullptr);
     s->tiles_per_row = (a->vocab_size + chunk - 1) / chunk;
@@ -433,12 +437,12 @@ extern "C" fs_status fs_cuda_run(fs_context *ctx, const fs_op_args *a)
     bool tail_ran = false;
     if (e == cudaSuccess) {
         step = a->head ? "fused scan" : "logits scan";
-        bool tile_kernel = false;
-        e = fs_launch_scan(ctx, a, &s, &t, &tail_ran, &tile_kernel, stream);
-        /* the candidate lists: every epilogue thread's in the Hopper tile
-           kernel, one per (row, tile or chunk) in the other scans */
+        bool hopper_lists = false;
+        e = fs_launch_scan(ctx, a, &s, &t, &tail_ran, &hopper_lists, stream);
+        /* the candidate lists: FS_HOPPER_TILE_LISTS per record in the Hopper
+           kernels, one per (row, tile or chunk) in the other scans */
         w.filt.lists_per_row =
-            tile_kernel ? s.tiles_per_row * FS_HOPPER_TILE_LISTS : s.tiles_per_row;
+            hopper_lists ? s.tiles_per_row * FS_HOPPER_TILE_LISTS : s.tiles_per_row;
     }
     /* without the tail, the merge kernel merges, and finalizes sample and
        argmax unless an exchange comes first */

@@ -141,12 +141,12 @@ extern "C" fs_status fs_cuda_tree_run(fs_context *ctx, const fs_tree_args *ta)
     s.cands = filters ? w.filt.cands : nullptr;
     if (e == cudaSuccess) {
         step = a->head ? "fused scan" : "logits scan";
-        bool tail_ran = false, tile_kernel = false; /* no tail for tree verify */
-        e = fs_launch_scan(ctx, a, &s, nullptr, &tail_ran, &tile_kernel, stream);
-        /* the candidate lists: every epilogue thread's in the Hopper tile
-           kernel, one per (row, tile or chunk) in the other scans */
+        bool tail_ran = false, hopper_lists = false; /* no tail for tree verify */
+        e = fs_launch_scan(ctx, a, &s, nullptr, &tail_ran, &hopper_lists, stream);
+        /* the candidate lists: FS_HOPPER_TILE_LISTS per record in the Hopper
+           kernels, one per (row, tile or chunk) in the other scans */
         w.filt.lists_per_row =
-            tile_kernel ? s.tiles_per_row * FS_HOPPER_TILE_LISTS : s.tiles_per_row;
+            hopper_lists ? s.tiles_per_row * FS_HOPPER_TILE_LISTS : s.tiles_per_row;
     }
     w.filt.tree_rows = w.tree_rows;
     w.filt.tree_child_s = w.child_s;

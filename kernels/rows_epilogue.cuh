@@ -14,17 +14,23 @@
  * lane owns N / 64 of the row's N / 16 blocks, draws their Gumbel keys, and a
  * key that beats the row's best is resolved to a token by an inverse CDF
  * across the quad.  Templated on NA so that one code serves any tile width
- * that is a multiple of 64 tokens. */
+ * that is a multiple of 64 tokens.  With filters (FILT) each thread also
+ * keeps candidate lists of its rows' tokens (cand_tile). */
 #ifndef FS_ROWS_EPILOGUE_CUH
 #define FS_ROWS_EPILOGUE_CUH
 
 #include <math.h>
 #include <stdint.h>
 
+#include "cand_list.h"
 #include "philox.h"
 #include "record.h"
 #include "record_shfl.cuh"
 #include "tree_record.h"
+
+#ifndef FSHR_PROBE_NO_LISTS
+#define FSHR_PROBE_NO_LISTS 0
+#endif
 
 namespace fshr {
 /* Tokens per unit of work: one W TMA box; a job is a range of units and a
@@ -169,9 +175,9 @@ __device__ __forceinline__ void tree_children(RowState &r, float (&acc)[NA], int
  * bias and the tile's range, and the exceptional tokens -- the excluded one
  * leaves (its score goes into the record alone), the selected one's score is
  * kept.  Slow paths only where a warp needs them. */
-template <int HALF, int NA, bool TREE, class A>
+template <int HALF, int NA, bool TREE, bool FILT, class A>
 __device__ __forceinline__ void prepare(RowState &r, float (&acc)[NA], int64_t v0, int ncols,
-                                        int gc, const A &a)
+                                        int gc, const A &a, fs_cand_list *cl)
 {
     constexpr int NJ = NA / 4;
     const int64_t g0 = a.vocab_offset + v0;
@@ -236,6 +242,16 @@ __device__ __forceinline__ void prepare(RowState &r, float (&acc)[NA], int64_t v
             r.rec.sel_s = xs;
         if (hx)
             fs_record_push(&r.rec, r.d, (int32_t)(g0 + ix), fs_score(vx, 0.0f, it));
+        if (FILT && hx && (r.d->flags & FS_ROWF_FILTER)) {
+            /* the filtered target keeps the draft's token: its list takes
+               it (the accumulators no longer hold it) */
+            const float xs = fs_score(vx, 0.0f, it);
+            fs_cand_list *c = cl + ((ix >> 4) & 1);
+            if (xs > -INFINITY) {
+                c->count += 1;
+                fs_cand_insert(c, xs, (int32_t)(g0 + ix));
+            }
+        }
     }
     if (TREE)
         tree_children<HALF, NA>(r, acc, v0, g0, ncols, gc, it, a);
@@ -257,26 +273,43 @@ template <bool NANP> __device__ __forceinline__ float vmax(float a, float b)
 
 /* The thread's max m (logit units) and, when col, its lowest column (else
  * mcol = 0); NANP: m is NaN if a token is.  Max and argmax run as 8
- * independent chains: one chain of 64 compares is latency-bound. */
-template <int HALF, int NA, bool NANP>
+ * independent chains: one chain of 64 compares is latency-bound.  FILT (the
+ * filters' candidate lists, cand_tile): also the max of each list's tokens
+ * (mp[p]: noise blocks 2 i + p, whose columns 8 j + .. have bit 1 of j equal
+ * to p, so chains k with (k >> 1) & 1 == p) and the min of all, mn. */
+template <int HALF, int NA, bool NANP, bool FILT = false>
 __device__ __forceinline__ void max_part(const float (&acc)[NA], float &m, int &mcol, int gc,
-                                         bool col)
+                                         bool col, float (&mp)[2], float &mn)
 {
     constexpr int NJ = NA / 4;
-    float mk[8];
+    float mk[8], nk[8];
 #pragma unroll
-    for (int k = 0; k < 8; ++k)
+    for (int k = 0; k < 8; ++k) {
         mk[k] = vmax<NANP>(vmax<NANP>(FSHR_ACC(k, 0), FSHR_ACC(k, 1)),
                            vmax<NANP>(FSHR_ACC(k + 8, 0), FSHR_ACC(k + 8, 1)));
+        if (FILT)
+            nk[k] = fminf(fminf(FSHR_ACC(k, 0), FSHR_ACC(k, 1)),
+                          fminf(FSHR_ACC(k + 8, 0), FSHR_ACC(k + 8, 1)));
+    }
 #pragma unroll
     for (int q = 2; q < NJ / 8; q += 2)
 #pragma unroll
-        for (int k = 0; k < 8; ++k)
+        for (int k = 0; k < 8; ++k) {
             mk[k] = vmax<NANP>(mk[k], vmax<NANP>(vmax<NANP>(FSHR_ACC(k + 8 * q, 0), FSHR_ACC(k + 8 * q, 1)),
                                                  vmax<NANP>(FSHR_ACC(k + 8 * q + 8, 0),
                                                             FSHR_ACC(k + 8 * q + 8, 1))));
-    m = vmax<NANP>(vmax<NANP>(vmax<NANP>(mk[0], mk[1]), vmax<NANP>(mk[2], mk[3])),
-                   vmax<NANP>(vmax<NANP>(mk[4], mk[5]), vmax<NANP>(mk[6], mk[7])));
+            if (FILT)
+                nk[k] = fminf(nk[k], fminf(fminf(FSHR_ACC(k + 8 * q, 0), FSHR_ACC(k + 8 * q, 1)),
+                                           fminf(FSHR_ACC(k + 8 * q + 8, 0),
+                                                 FSHR_ACC(k + 8 * q + 8, 1))));
+        }
+    /* grouped by list (the max is the same bits in any order) */
+    mp[0] = vmax<NANP>(vmax<NANP>(mk[0], mk[1]), vmax<NANP>(mk[4], mk[5]));
+    mp[1] = vmax<NANP>(vmax<NANP>(mk[2], mk[3]), vmax<NANP>(mk[6], mk[7]));
+    m = vmax<NANP>(mp[0], mp[1]);
+    mn = FILT ? fminf(fminf(fminf(nk[0], nk[1]), fminf(nk[2], nk[3])),
+                      fminf(fminf(nk[4], nk[5]), fminf(nk[6], nk[7])))
+              : 0.0f;
     mcol = 0;
     if (!col)
         return;
@@ -292,6 +325,110 @@ __device__ __forceinline__ void max_part(const float (&acc)[NA], float &m, int &
                 ck[k] = FSHR_ACC(k + 8 * q, e) == m ? 8 * (k + 8 * q) + 2 * gc + e : ck[k];
     }
     mcol = min(min(min(ck[0], ck[1]), min(ck[2], ck[3])), min(min(ck[4], ck[5]), min(ck[6], ck[7])));
+}
+
+/* The filters' candidate lists in the rows kernel (FILT): each thread keeps
+ * two lists (src/cand_list.h) per row in shared memory, list P taking its
+ * tokens of the noise blocks 2 g + P (its 4-token groups g < 8: 32 of its
+ * 64 a tile), so that a row has 8 lists per (row, slot) -- as many as the
+ * tile kernel's FS_HOPPER_TILE_LISTS per CTA -- and its exact prefix is as
+ * long as the lists are many.
+ *
+ * Offer list P of this thread's row its tokens of one tile: mp, their max
+ * (logit units); `on`: the row filters (the other lanes of the warp take
+ * part and change nothing).  A list whose last entry ranks above every
+ * token costs one comparison (drop rises to the max).  Otherwise its groups
+ * whose best reaches the last entry are the candidates: every token of a
+ * candidate group is offered (fs_cand_insert: the list ends as the best
+ * FS_CAND_LIST of all it was offered, in any order), and the best of the
+ * other groups, which the last entry -- only rising -- ranks above, goes to
+ * drop.  A warp loops as often as its lane with the most candidate groups:
+ * each round reads one group's four accumulators through selects under a
+ * warp-uniform loop (a divergent read would serialise the next tile's
+ * wgmma) and inserts from registers.  Taking the tokens best first instead,
+ * each round a search of all 32, made 320-row verify 3-6% slower on an
+ * H200. */
+template <int HALF, int NA, int P>
+__device__ __forceinline__ void cand_list_tile(const float (&acc)[NA], fs_cand_list *cl, float mp,
+                                               int64_t g0, int gc, float it, bool on)
+{
+    constexpr int NG = NA / 16; /* the list's groups: blocks 2 g + P, j = 4 g + 2 P (+ 1) */
+    static_assert(NG <= 32, "a 32-bit mask of the list's groups");
+    const float m = fs_score(mp, 0.0f, it); /* the max score: scores rise with logits */
+    const float last = cl->s[FS_CAND_LIST - 1];
+    const bool live = on && m > -INFINITY && m >= last;
+    if (!__any_sync(0xffffffffu, live)) {
+        if (on)
+            cl->drop = fmaxf(cl->drop, m);
+        return;
+    }
+    uint32_t cand = 0;
+    float rest = -INFINITY; /* the best score of the groups that are not candidates */
+#pragma unroll
+    for (int g = 0; g < NG; ++g) {
+        const int j = 4 * g + 2 * P;
+        const float gm = fmaxf(fmaxf(FSHR_ACC(j, 0), FSHR_ACC(j, 1)),
+                               fmaxf(FSHR_ACC(j + 1, 0), FSHR_ACC(j + 1, 1)));
+        const float sg = fs_score(gm, 0.0f, it);
+        const bool c = live && sg >= last;
+        cand |= (c ? 1u : 0u) << g;
+        rest = c ? rest : fmaxf(rest, sg);
+    }
+    fs_cand_list c = *cl;
+    c.drop = fmaxf(c.drop, rest);
+    while (__any_sync(0xffffffffu, cand != 0u)) {
+        const int g = cand ? __ffs((int)cand) - 1 : -1;
+        cand &= cand - 1u;
+        float x0 = -INFINITY, x1 = -INFINITY, x2 = -INFINITY, x3 = -INFINITY;
+#pragma unroll
+        for (int q = 0; q < NG; ++q) {
+            const int j = 4 * q + 2 * P;
+            x0 = q == g ? FSHR_ACC(j, 0) : x0;
+            x1 = q == g ? FSHR_ACC(j, 1) : x1;
+            x2 = q == g ? FSHR_ACC(j + 1, 0) : x2;
+            x3 = q == g ? FSHR_ACC(j + 1, 1) : x3;
+        }
+        if (g >= 0) {
+            /* columns 8 j + 2 gc + e of block 2 g + P: 16 (2 g + P) + 2 gc + {0, 1, 8, 9} */
+            const int32_t id = (int32_t)(g0 + 16 * (2 * g + P) + 2 * gc);
+            fs_cand_insert(&c, fs_score(x0, 0.0f, it), id);
+            fs_cand_insert(&c, fs_score(x1, 0.0f, it), id + 1);
+            fs_cand_insert(&c, fs_score(x2, 0.0f, it), id + 8);
+            fs_cand_insert(&c, fs_score(x3, 0.0f, it), id + 9);
+        }
+    }
+    if (on)
+        *cl = c;
+}
+
+/* The filters' lists of this thread's row for one tile (rows that filter:
+ * FS_ROWF_FILTER): its finite tokens counted into list 0 (all 64 unless the
+ * min says otherwise: a mask, a bias, the tile's end or the excluded token,
+ * which prepare offers on its own), then each list offered its tokens.
+ * cl: the row's two lists. */
+template <int HALF, int NA>
+__device__ __forceinline__ void cand_tile(const RowState &r, const float (&acc)[NA], fs_cand_list *cl,
+                                          const float (&mp)[2], float mn, int64_t g0, int gc,
+                                          float it)
+{
+    constexpr int NJ = NA / 4;
+#if FSHR_PROBE_NO_LISTS /* timing probe: the lists' kernels without the lists (wrong results) */
+    return;
+#endif
+    const bool on = r.scan() && (r.d->flags & FS_ROWF_FILTER);
+    int n = NA / 2;
+    if (__any_sync(0xffffffffu, on && !(mn > -INFINITY))) {
+        n = 0;
+#pragma unroll
+        for (int j = 0; j < NJ; ++j)
+#pragma unroll
+            for (int e = 0; e < 2; ++e)
+                n += FSHR_ACC(j, e) > -INFINITY ? 1 : 0;
+    }
+    if (on)
+        cl[0].count += n;
+    cand_list_tile<HALF, NA, 0>(acc, cl, mp[0], g0, gc, it, on);
+    cand_list_tile<HALF, NA, 1>(acc, cl + 1, mp[1], g0, gc, it, on);
 }
 
 /* Per-block sums S4[k] of exp(s - m * it) over the thread's 4 tokens of
@@ -505,14 +642,16 @@ __device__ __forceinline__ void noise(RowState &r, const float (&acc)[NA], int64
 
 /* One row's epilogue for one tile.  LSE = false (draft argmax: only the max
  * and its id are read) skips the exponentials; the record's sum_exp is then
- * meaningless.  TREE: the rows are tree verify's (tree_children). */
-template <int HALF, int NA, bool LSE, bool TREE, class A>
+ * meaningless.  TREE: the rows are tree verify's (tree_children).  FILT: the
+ * op has filters; cl, the row's two candidate lists (cand_tile). */
+template <int HALF, int NA, bool LSE, bool TREE, bool FILT, class A>
 __device__ __forceinline__ void row_tile(RowState &r, float (&acc)[NA], int64_t v0, int ncols,
-                                         int gc, const A &a, const float4 *nz, bool col)
+                                         int gc, const A &a, const float4 *nz, bool col,
+                                         fs_cand_list *cl)
 {
     constexpr int NB = NA / 8;
     const int64_t g0 = a.vocab_offset + v0;
-    prepare<HALF, NA, TREE>(r, acc, v0, ncols, gc, a);
+    prepare<HALF, NA, TREE, FILT>(r, acc, v0, ncols, gc, a, cl);
     const float it = r.d->inv_temp, c = it * 1.4426950408889634f;
     /* The argmax's id is read only for greedy rows (the token of sample,
        verify and tree verify at T = 0) and as "some token is allowed" (>= 0,
@@ -521,9 +660,11 @@ __device__ __forceinline__ void row_tile(RowState &r, float (&acc)[NA], int64_t 
        token stands in for it, which saves the column search's compare and
        select per token in the sampling epilogue (col: the caller's
        greedy_rows). */
-    float m;
+    float m, mp[2], mn;
     int mcol;
-    max_part<HALF, NA, !LSE>(acc, m, mcol, gc, col);
+    max_part<HALF, NA, !LSE, FILT>(acc, m, mcol, gc, col, mp, mn);
+    if (FILT)
+        cand_tile<HALF, NA>(r, acc, cl, mp, mn, g0, gc, it);
     float S4[NB], tot = 1.0f; /* argmax only: any positive sum */
     if (LSE) {
         block_sums<HALF, NA>(acc, c, m, S4);

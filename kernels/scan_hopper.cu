@@ -616,6 +616,18 @@ static RowsKnobs rows_knobs(int64_t V_local, int64_t rows, int sm_count,
        and, on an H200, on the plan (ties_128) */
     const int multicast = opts && opts->no_multicast ? 0 : opts && opts->odd_pairs ? 2 : 1;
     const fs_rows_tie tie = {V_local, sm_count, multicast};
+    /* the filters' lists (the FILT kernels): the 128-row shape, and as many
+       jobs a CTA as give every row sm_count / 2 slots (an odd count of row
+       blocks, which several jobs a CTA do not pair, sm_count / 4) -- 8 lists
+       a slot: the more lists, the longer the exact prefix, and one row
+       handed to the second pass costs a call two more passes over W.  One
+       job a CTA leaves 16 slots (128 lists) at 8 row blocks */
+    if (opts && opts->cands) {
+        const int64_t n_rb = (rows + 127) / 128;
+        const int64_t want = n_rb % 2 ? sm_count / 4 : sm_count / 2;
+        const int jobs = sm_count / n_rb >= want ? 1 : (int)((want * n_rb + sm_count - 1) / sm_count);
+        return {multicast, 128, jobs};
+    }
     return {multicast,
             fs_hopper_rows_block(rows, opts ? opts->row_block : 0, opts && opts->argmax_only,
                                  opts && opts->ties_128 ? &tie : nullptr),
@@ -667,14 +679,15 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
     const fs_tree_row *tree_rows = opts ? opts->tree_rows : nullptr;
 
     if (fs_hopper_kernel_for(rows, opts) == FS_HOPPER_ROWS) {
-        if ((opts && opts->cands) || (tail && tail->single))
-            return (int)cudaErrorInvalidValue; /* no candidate lists, no single launch there */
+        fs_cand_list *cands = opts ? opts->cands : nullptr;
+        if ((tail && tail->single) || (cands && (tail || tree_rows || opts->argmax_only)))
+            return (int)cudaErrorInvalidValue; /* no single launch there; lists: sample, verify */
         const RowsKnobs k = rows_knobs(V_local, rows, sm_count, opts);
         return fs_hopper_rows_launch(W, H, is_bf16, V_local, D, rows, vocab_offset, global_vocab,
                                      descs, logit_bias, allowed, recs, n_recs, tail, k.multicast,
                                      k.row_block, k.jobs, sm_count, opts && opts->argmax_only,
                                      tree_rows,
-                                     tree_rows ? opts->tree_child_s : nullptr,
+                                     tree_rows ? opts->tree_child_s : nullptr, cands,
                                      opts ? opts->w_stream : FS_W_STREAM_PROMOTED,
                                      opts ? opts->w_hint : FS_W_HINT_AUTO, device, stream);
     }

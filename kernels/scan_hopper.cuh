@@ -104,8 +104,9 @@ typedef struct fs_hopper_opts {
                                  read (the rows kernel then skips the exponentials) */
     const fs_tail_args *tail; /* the op's end, run by the last CTA (op_tail.cuh); NULL: the
                                  caller merges the records itself */
-    fs_cand_list *cands;      /* the filters' candidate lists (tile kernel only), n_recs *
-                                 FS_HOPPER_TILE_LISTS per row; NULL: no filters */
+    fs_cand_list *cands;      /* the filters' candidate lists, n_recs * FS_HOPPER_TILE_LISTS
+                                 per row (the rows kernel: sample and verify in 128-row
+                                 blocks); NULL: no filters */
     /* tree verify (tree_scan.cuh): the rows' children and their scores; either kernel */
     const fs_tree_row *tree_rows;
     float *tree_child_s;

@@ -57,6 +57,9 @@
  *              x 64 tokens per thread, 16 noise blocks per row and tile (192-
  *              row shape: 2 rows x 32 tokens, 8 blocks).
  *   records    one per (row, slot): the merge of its lanes' records.
+ *   lists      filtered sample and verify (FILT kernels, 128-row blocks):
+ *              each lane's candidate lists of its rows, 8 per (row, slot),
+ *              in shared memory where a fourth stage would be (3 stages).
  *   tail       the last CTA merges and finalizes the op (op_tail.cuh).
  *
  * The tensor cores idle during the epilogue; the TMA keeps streaming. */
@@ -100,8 +103,9 @@ constexpr int WG = 128; /* threads per warpgroup; UNIT: rows_epilogue.cuh */
  *      accumulators (128-token tiles) but not 128.  Its 40 KB stages
  *      leave room for 5: a k-block here is 3/4 of the 2-warpgroup shape's
  *      MMA work, so 5 stages hold about the time 4 hold there. */
-template <int NWG> struct Shape {
+template <int NWG, bool FILT = false> struct Shape {
     static_assert(NWG == 2 || NWG == 3, "2 or 3 consumer warpgroups");
+    static_assert(!FILT || NWG == 2, "candidate lists: the 128-row shape");
     static constexpr int BR = 64 * NWG;             /* rows per CTA */
     static constexpr int BV = NWG == 2 ? 256 : 128; /* tokens per tile (wgmma N) */
     static constexpr int UPT = BV / UNIT;           /* units per tile */
@@ -112,13 +116,18 @@ template <int NWG> struct Shape {
     static constexpr int W_BYTES = BV * BK * 2;
     static constexpr int H_BYTES = BR * BK * 2;
     static constexpr int STAGE_BYTES = W_BYTES + H_BYTES;
-    static constexpr int STAGES = NWG == 2 ? 4 : FSHR_STAGES3;
+    /* FILT (filtered sample and verify): 3 stages, the fourth's 48 KB holding
+       the consumers' candidate lists (LIST_BYTES) */
+    static constexpr int STAGES = FILT ? 3 : NWG == 2 ? 4 : FSHR_STAGES3;
     /* full / empty per stage, the tail flag, noise full / empty */
     static constexpr int BAR_BYTES = 2 * STAGES * 8 + 16 + 16;
     static constexpr int DESC_BYTES = BR * (int)sizeof(RowSlot);
     static constexpr int NBT = BV / FS_NOISE_BLOCK;       /* noise blocks a row in a tile */
     static constexpr int NOISE_BYTES = BR * NBT * 2 * 4; /* {Gumbel, uniform} per block */
-    static constexpr int SMEM = 1024 + STAGES * STAGE_BYTES + BAR_BYTES + DESC_BYTES + NOISE_BYTES;
+    /* two lists per consumer thread and row (rows_epilogue.cuh, cand_tile) */
+    static constexpr int LIST_BYTES = FILT ? NCT * 4 * (int)sizeof(fs_cand_list) : 0;
+    static constexpr int SMEM =
+        1024 + STAGES * STAGE_BYTES + BAR_BYTES + DESC_BYTES + NOISE_BYTES + LIST_BYTES;
     static_assert(SMEM <= SMEM_MAX, "smem");
     /* Registers per thread after setmaxnreg.  The CTA's pool is what the
      * launch gave it, LAUNCH_REGS x THREADS (__launch_bounds__), so a
@@ -154,6 +163,10 @@ struct Args {
     int odd_pairs;     /* an odd n_rb in 2-CTA clusters (cta_job): the last row block unshared */
     int w_hint;        /* W's L2 hint (enum fs_w_hint, resolved: fs_hopper_rows_launch) */
     fs_tail_args tail;
+    /* the filters' candidate lists (the FILT kernels): list (row, slot, q) at
+       (row * slots + slot) * FS_HOPPER_TILE_LISTS + q, q = 2 gc + p for lane
+       gc's list p of the row (rows_epilogue.cuh, cand_tile) */
+    fs_cand_list *cands;
     /* tree verify only (the TREE kernels; tree_scan.cuh): the rows' children
        and the children's scores [rows][FS_TREE_MAX_CHILDREN] */
     const fs_tree_row *tree_rows;
@@ -340,12 +353,14 @@ __device__ __forceinline__ void issue_step(int i, int st, const CUtensorMap *tmw
  * loops run once and compile to the one-job kernel: one-job launches of the
  * loops compiled for several jobs took 1-3% more cycles (ncu, 512-2112
  * rows, both shapes). */
-template <int NWG, bool BF16, int CL, bool LSE, bool TREE, bool MULTI, bool SH>
+template <int NWG, bool BF16, int CL, bool LSE, bool TREE, bool MULTI, bool SH, bool FILT>
 __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
     fshr_scan_kernel(const __grid_constant__ CUtensorMap tmw, const __grid_constant__ CUtensorMap tmh,
                      const __grid_constant__ CUtensorMap tms, const Args a)
 {
-    using S = Shape<NWG>;
+    /* FILT: filtered sample and verify (launch_epi) */
+    static_assert(!FILT || (NWG == 2 && LSE && !TREE && !SH), "FILT kernels");
+    using S = Shape<NWG, FILT>;
     constexpr int STAGE_BYTES = S::STAGE_BYTES, W_BYTES = S::W_BYTES, H_BYTES = S::H_BYTES;
     constexpr int BR = S::BR, BV = S::BV, NA = S::NA, NBT = S::NBT, NCW = S::NCW, NCT = S::NCT;
     constexpr int BAR_BYTES = S::BAR_BYTES, DESC_BYTES = S::DESC_BYTES, STAGES = S::STAGES;
@@ -360,6 +375,9 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
     RowSlot *s_desc = reinterpret_cast<RowSlot *>(smem + STAGES * STAGE_BYTES + BAR_BYTES);
     float4 *s_noise =
         reinterpret_cast<float4 *>(smem + STAGES * STAGE_BYTES + BAR_BYTES + DESC_BYTES);
+    /* FILT: consumer thread ct's lists at s_lists + 4 ct (row r0: 0, 1; r1: 2, 3) */
+    fs_cand_list *s_lists = reinterpret_cast<fs_cand_list *>(
+        smem + STAGES * STAGE_BYTES + BAR_BYTES + DESC_BYTES + S::NOISE_BYTES);
 #define FSHR_FULL(s) (sBar + 8u * (uint32_t)(s))
 #define FSHR_EMPTY(s) (sBar + 8u * (uint32_t)(STAGES + (s)))
 #define FSHR_NOISE_FULL (sBar + 8u * (uint32_t)(2 * STAGES + 2))
@@ -558,6 +576,11 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
             own1 = q1 >= 0;
             row_init(r1, q1 >= 0 ? (int)q1 : 0, &s_desc[lr + 8].d);
         }
+        fs_cand_list *const lists = s_lists + 4 * ct;
+        if (FILT)
+#pragma unroll
+            for (int k = 0; k < 4; ++k)
+                fs_cand_init(&lists[k]);
         /* zeroed after the descriptors' 64-bit row arithmetic: zeroed first,
            the 128 live accumulators made that spill */
         float acc[NA];
@@ -596,9 +619,10 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
             if (LSE)
                 mbar_wait(FSHR_NOISE_FULL, (uint32_t)(MULTI ? t0 + t : t) & 1u);
             const bool col = !LSE || greedy_rows(r0, r1); /* row_tile */
-            row_tile<0, NA, LSE, TREE>(r0, acc, v0, (int)nc, gc, a, s_noise + lr * (NBT / 2), col);
-            row_tile<1, NA, LSE, TREE>(r1, acc, v0, (int)nc, gc, a,
-                                       s_noise + (lr + 8) * (NBT / 2), col);
+            row_tile<0, NA, LSE, TREE, FILT>(r0, acc, v0, (int)nc, gc, a,
+                                             s_noise + lr * (NBT / 2), col, lists);
+            row_tile<1, NA, LSE, TREE, FILT>(r1, acc, v0, (int)nc, gc, a,
+                                             s_noise + (lr + 8) * (NBT / 2), col, lists + 2);
             if (LSE) /* the noise buffer is free for the next tile */
                 mbar_arrive(FSHR_NOISE_EMPTY);
 #endif
@@ -608,6 +632,23 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
             a.recs[(int64_t)r0.row * a.slots + q.slot] = p0;
         if (gc == 0 && own1)
             a.recs[(int64_t)r1.row * a.slots + q.slot] = p1;
+        if (FILT) {
+            /* every lane's lists unmerged: the more lists, the longer the
+               exact prefix (src/cand_list.h) */
+            static_assert(4 * 2 == FS_HOPPER_TILE_LISTS, "a quad's lists per (row, slot)");
+            if (own0) {
+                fs_cand_list *out = a.cands + ((int64_t)r0.row * a.slots + q.slot) *
+                                                  FS_HOPPER_TILE_LISTS + 2 * gc;
+                out[0] = lists[0];
+                out[1] = lists[1];
+            }
+            if (own1) {
+                fs_cand_list *out = a.cands + ((int64_t)r1.row * a.slots + q.slot) *
+                                                  FS_HOPPER_TILE_LISTS + 2 * gc;
+                out[0] = lists[2];
+                out[1] = lists[3];
+            }
+        }
         if (!more(jb))
             break;
         t0 += q.n_tiles;
@@ -626,7 +667,7 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
 
 #else /* not sm_90a: the kernel exists (for the host stub) but is empty */
 
-template <int NWG, bool BF16, int CL, bool LSE, bool TREE, bool MULTI, bool SH>
+template <int NWG, bool BF16, int CL, bool LSE, bool TREE, bool MULTI, bool SH, bool FILT>
 __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
     fshr_scan_kernel(const __grid_constant__ CUtensorMap tmw, const __grid_constant__ CUtensorMap tmh,
                      const __grid_constant__ CUtensorMap tms, const Args a)
@@ -635,13 +676,13 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
 
 #endif /* FSH_SM90A */
 
-template <int NWG, bool BF16, int CL, bool LSE, bool TREE, bool MULTI, bool SH>
+template <int NWG, bool BF16, int CL, bool LSE, bool TREE, bool MULTI, bool SH, bool FILT = false>
 cudaError_t configure(int device)
 {
     static unsigned long long done = 0;
     return set_smem_once(
-        reinterpret_cast<const void *>(fshr_scan_kernel<NWG, BF16, CL, LSE, TREE, MULTI, SH>),
-        Shape<NWG>::SMEM, &done, device);
+        reinterpret_cast<const void *>(fshr_scan_kernel<NWG, BF16, CL, LSE, TREE, MULTI, SH, FILT>),
+        Shape<NWG, FILT>::SMEM, &done, device);
 }
 
 /* The kernel's tensor maps: W (128-token boxes), H in one box of the CTA's
@@ -650,24 +691,32 @@ struct Maps {
     CUtensorMap w, h, s;
 };
 
-template <int NWG, bool BF16, int CL, bool LSE, bool TREE, bool MULTI, bool SH>
+template <int NWG, bool BF16, int CL, bool LSE, bool TREE, bool MULTI, bool SH, bool FILT = false>
 cudaError_t launch(fs_pdl_config &pc, const Maps &m, const Args &a, int device)
 {
-    cudaError_t e = configure<NWG, BF16, CL, LSE, TREE, MULTI, SH>(device);
+    cudaError_t e = configure<NWG, BF16, CL, LSE, TREE, MULTI, SH, FILT>(device);
     if (e != cudaSuccess)
         return e;
     pc.cluster_x(CL);
-    return cudaLaunchKernelEx(&pc.cfg, fshr_scan_kernel<NWG, BF16, CL, LSE, TREE, MULTI, SH>, m.w,
-                              m.h, m.s, a);
+    pc.cfg.dynamicSmemBytes = Shape<NWG, FILT>::SMEM;
+    return cudaLaunchKernelEx(&pc.cfg, fshr_scan_kernel<NWG, BF16, CL, LSE, TREE, MULTI, SH, FILT>,
+                              m.w, m.h, m.s, a);
 }
 
 /* The epilogue variants: argmax only (no exponentials), sampling / verify,
- * tree verify (a separate kernel, so that the others carry no tree code). */
-enum Epi { EPI_ARGMAX, EPI_LSE, EPI_TREE };
+ * tree verify (a separate kernel, so that the others carry no tree code),
+ * sampling / verify with the filters' candidate lists (kernels of their
+ * own: the 128-row shape). */
+enum Epi { EPI_ARGMAX, EPI_LSE, EPI_TREE, EPI_FILT };
 
 template <int NWG, bool BF16, int CL, bool MULTI, bool SH>
 cudaError_t launch_epi(Epi epi, fs_pdl_config &pc, const Maps &m, const Args &a, int device)
 {
+    if (epi == EPI_FILT) {
+        if constexpr (NWG == 2 && !SH)
+            return launch<NWG, BF16, CL, true, false, MULTI, false, true>(pc, m, a, device);
+        return cudaErrorInvalidValue;
+    }
     return epi == EPI_ARGMAX ? launch<NWG, BF16, CL, false, false, MULTI, SH>(pc, m, a, device)
            : epi == EPI_LSE  ? launch<NWG, BF16, CL, true, false, MULTI, SH>(pc, m, a, device)
                              : launch<NWG, BF16, CL, true, true, MULTI, SH>(pc, m, a, device);
@@ -738,7 +787,7 @@ template <int NWG> int max_clusters_2()
     fs_pdl_config pc(dim3(2), dim3(Shape<NWG>::THREADS), Shape<NWG>::SMEM, nullptr, false);
     pc.cluster_x(2);
     if (cudaOccupancyMaxActiveClusters(
-            &n, fshr_scan_kernel<NWG, true, 2, true, false, false, false>, &pc.cfg) != cudaSuccess) {
+            &n, fshr_scan_kernel<NWG, true, 2, true, false, false, false, false>, &pc.cfg) != cudaSuccess) {
         (void)cudaGetLastError();
         return 0;
     }
@@ -1009,8 +1058,8 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
                                      fs_record *recs, int64_t slots, const fs_tail_args *tail,
                                      int multicast, int row_block, int jobs, int sm_count,
                                      int argmax_only, const fs_tree_row *tree_rows,
-                                     float *tree_child_s, int w_stream, int w_hint, int device,
-                                     cudaStream_t stream)
+                                     float *tree_child_s, fs_cand_list *cands, int w_stream,
+                                     int w_hint, int device, cudaStream_t stream)
 {
     using namespace fshr;
     const Plan p = rows_plan(V_local, rows, sm_count, multicast, row_block, jobs);
@@ -1018,6 +1067,9 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
     const int64_t n_rb = p.n_rb, units = p.units, grid = p.grid;
     if (rows > INT32_MAX || units > INT32_MAX || sm_count < 1 ||
         (tree_rows && (argmax_only || !tree_child_s)))
+        return (int)cudaErrorInvalidValue;
+    /* the lists' kernels: sampling and verify, 128-row blocks */
+    if (cands && (argmax_only || tree_rows || br != Shape<2>::BR || tail))
         return (int)cudaErrorInvalidValue;
     if (slots != p.slots || slots < 1 || slots > units || n_rb * slots > INT32_MAX)
         return (int)cudaErrorInvalidValue;
@@ -1033,6 +1085,7 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
     a.exact_h_bytes = last_rows * BK * 2;
     a.tree_rows = tree_rows;
     a.tree_child_s = tree_rows ? tree_child_s : nullptr;
+    a.cands = cands;
 
     /* The plain W stream (fs_w_stream) only where W is read once and the
        kernel is bound by it: up to 128 rows, one row block (br >= 128)
@@ -1053,7 +1106,7 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
     fs_pdl_config pc(dim3((unsigned)grid), dim3(wide ? Shape<3>::THREADS : Shape<2>::THREADS),
                      wide ? Shape<3>::SMEM : Shape<2>::SMEM, stream, true);
     const bool bf = is_bf16 != 0;
-    const Epi epi = argmax_only ? EPI_ARGMAX : tree_rows ? EPI_TREE : EPI_LSE;
+    const Epi epi = argmax_only ? EPI_ARGMAX : tree_rows ? EPI_TREE : cands ? EPI_FILT : EPI_LSE;
     /* a single row block in clusters: lone pairs sharing H (cluster_size) */
     const bool share_h = p.odd && n_rb == 1;
     e = wide ? launch_shape<3>(bf, cl, share_h, epi, p.by_tile != 0, pc, m, a, device)

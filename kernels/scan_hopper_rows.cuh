@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "cuda_common.cuh"
+#include "cand_list.h"
 #include "record.h"
 #include "rows_plan.h" /* fs_hopper_rows_block */
 
@@ -30,6 +31,9 @@ int64_t fs_hopper_rows_slots(int64_t V_local, int64_t rows, int sm_count, int mu
  * records need no sum of exponentials (sum_exp is then meaningless).
  * tree_rows (NULL: none): the rows are tree verify's, with their children's
  * scores written to tree_child_s [rows][FS_TREE_MAX_CHILDREN] (tree_scan.cuh).
+ * cands (NULL: none): the filters' candidate lists, FS_HOPPER_TILE_LISTS per
+ * (row, slot) at cands[(r * slots + k) * FS_HOPPER_TILE_LISTS ..] (sampling
+ * and verify in 128-row blocks, no tail).
  * w_stream: enum fs_w_stream (scan_hopper.cuh), taken up to 128 rows only;
  * w_hint: enum fs_w_hint (FS_W_HINT_AUTO: by the stream taken). */
 int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, int64_t V_local, int64_t D,
@@ -38,8 +42,8 @@ int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, int64_t V_l
                           const uint32_t *allowed, fs_record *recs, int64_t slots,
                           const fs_tail_args *tail, int multicast, int row_block, int jobs,
                           int sm_count, int argmax_only, const fs_tree_row *tree_rows,
-                          float *tree_child_s, int w_stream, int w_hint, int device,
-                          cudaStream_t stream);
+                          float *tree_child_s, fs_cand_list *cands, int w_stream, int w_hint,
+                          int device, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -90,6 +90,10 @@ struct fs_context {
     char last_error[512];
     int filter_wide; /* FLASHSPEC_FILTER_WIDE=0: rows the best 64 candidates leave undecided
                         take the second pass without the wide resolve (A/B, tests) */
+    int64_t filter_rows_min; /* filtered sample and verify of this many rows up take the
+                                Hopper rows kernel with candidate lists, fewer the tile
+                                kernel; 0: the tile kernel in row chunks of 160 at any
+                                count (FLASHSPEC_FILTER_ROWS_MIN) */
 };
 
 /* Record a formatted message as ctx's last error and return status.  The

@@ -11,8 +11,11 @@
  * entries are multiples of 1/8 and hidden states multiples of 1/2 (the fused
  * ops: products and partial sums are then exact in the tensor cores, in the
  * CPU's loop and in the second pass's dot product alike).  The same calls
- * run on the Hopper tile kernel (<= 160 rows), on the generic tensor-core
- * scan (FLASHSPEC_DISABLE_HOPPER, and > 160 rows), and with every filtered
+ * run on the Hopper tile kernel (<= 160 rows), on the rows kernel's
+ * list-keeping kernels (> 160 rows, and every row count with
+ * FLASHSPEC_FILTER_ROWS_MIN=1), on the tile kernel in row chunks past 160
+ * rows (FLASHSPEC_FILTER_ROWS_MIN=0), on the generic tensor-core scan
+ * (FLASHSPEC_DISABLE_HOPPER), and with every filtered
  * row forced through the second pass (FLASHSPEC_FILTER_SECOND_PASS), whose
  * scores come from tensor cores (bf16 and fp16 heads, D a multiple of 8 or
  * not of its 32-wide k steps) or from its fp32 loop (D % 8 != 0), over
@@ -66,6 +69,8 @@ typedef struct fcase {
     int64_t requests;
     int f16;     /* fused: an fp16 LM head instead of bf16 */
     int wide;    /* the wide resolve must decide some row the best 64 do not */
+    int keep;    /* FS_GPU_TEST_SMALL keeps its requests: past 160 rows (the rows
+                    kernel's candidate lists) */
 } fcase;
 
 typedef struct fin {
@@ -263,10 +268,17 @@ static void run_case(const fcase *c, uint64_t seed)
        rows the best 64 candidates leave undecided go to the second pass at
        once -- the wide resolve may only take rows from it, never change a
        token */
-    enum { NMODE = 5, WIDE_OFF = 4 };
-    static const char *modes[NMODE] = {NULL, "FLASHSPEC_FILTER_SECOND_PASS",
-                                       "FLASHSPEC_DISABLE_HOPPER", "FLASHSPEC_FILTER_WARM=0",
-                                       "FLASHSPEC_FILTER_WIDE=0"};
+    /* FLASHSPEC_FILTER_ROWS_MIN=1: every filtered fused call on the rows
+       kernel's list-keeping kernels (one row block unclustered, two or more
+       in clusters), =0: none, past 160 rows the tile kernel in row chunks */
+    enum { NMODE = 7, WIDE_OFF = 4 };
+    static const char *modes[NMODE] = {NULL,
+                                       "FLASHSPEC_FILTER_SECOND_PASS",
+                                       "FLASHSPEC_DISABLE_HOPPER",
+                                       "FLASHSPEC_FILTER_WARM=0",
+                                       "FLASHSPEC_FILTER_WIDE=0",
+                                       "FLASHSPEC_FILTER_ROWS_MIN=1",
+                                       "FLASHSPEC_FILTER_ROWS_MIN=0"};
     int32_t *fb_default = malloc(sizeof(int32_t) * (size_t)f.in.requests);
     int64_t fb_total[NMODE] = {0};
     for (int m = 0; m < NMODE; ++m) {
@@ -320,15 +332,22 @@ static void test_agree(void **state)
         {"sample logits flat", GT_SAMPLE, 0, 0, 5003, 0, 60},
         {"sample fused peaked (tile)", GT_SAMPLE, 1, 1, 4099, 64, 120},
         {"sample fused flat (tile)", GT_SAMPLE, 1, 0, 4099, 64, 48},
-        {"sample fused peaked (> 160 rows)", GT_SAMPLE, 1, 1, 2053, 64, 200},
+        /* past 160 rows: the rows kernel's lists (two row blocks paired, an
+           odd count with its last unpaired) */
+        {"sample fused peaked (> 160 rows)", GT_SAMPLE, 1, 1, 2053, 64, 200, .keep = 1},
         /* more rows than the filtered merge's co-resident blocks (2 an SM
            on an H100): the rows merged by a launch of their own, then the
            second pass */
         {"sample fused flat (> 300 rows)", GT_SAMPLE, 1, 0, 2053, 64, 300},
+        /* the rows kernel's lists with several jobs a CTA (6 row blocks) */
+        {"sample fused peaked (> 640 rows)", GT_SAMPLE, 1, 1, 4099, 64, 700, .keep = 1},
+        /* the rows kernel's lists over several tiles a CTA */
+        {"sample fused peaked (> 160 rows, long rows)", GT_SAMPLE, 1, 1, 32771, 64, 170, .keep = 1},
+        {"verify fused flat (> 160 rows, long rows)", GT_VERIFY, 1, 0, 32771, 64, 64, .keep = 1},
         {"verify logits peaked", GT_VERIFY, 0, 1, 5003, 0, 48},
         {"verify fused peaked (tile)", GT_VERIFY, 1, 1, 4099, 64, 48},
         {"verify fused flat (tile)", GT_VERIFY, 1, 0, 4099, 64, 24},
-        {"verify fused peaked (> 160 rows)", GT_VERIFY, 1, 1, 2053, 64, 96},
+        {"verify fused peaked (> 160 rows)", GT_VERIFY, 1, 1, 2053, 64, 96, .keep = 1},
         /* the second pass's tensor-core scores: fp16, D not a multiple
            of its 32-wide k steps, and its fp32 loop (D % 8 != 0) */
         {"sample fused flat fp16 (tile)", GT_SAMPLE, 1, 0, 4099, 64, 40, 1},
@@ -347,7 +366,7 @@ static void test_agree(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
         fcase c = cases[i];
-        if (small && c.requests > 24)
+        if (small && c.requests > 24 && !c.keep)
             c.requests = 24;
         if (small && c.V > 100000 && c.requests > 4)
             c.requests = 4; /* the sanitizers: wide, not many */
