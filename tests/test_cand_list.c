@@ -21,30 +21,17 @@
 
 enum { MAX_BLOCKS = 64, MAX_TOK = MAX_BLOCKS * FS_NOISE_BLOCK };
 
-typedef struct tok {
-    float s;
-    int32_t id;
-} tok;
-
-static int tok_cmp(const void *a, const void *b)
-{
-    const tok *x = a, *y = b;
-    if (x->s != y->s)
-        return x->s > y->s ? -1 : 1;
-    return x->id < y->id ? -1 : x->id > y->id;
-}
-
 /* The list that FS_CAND_LIST-best-of-everything defines, from the finite
  * tokens of blocks[0 .. nb) (block b holds ids 16 * ids[b] ..). */
 static fs_cand_list list_ref(const float (*blocks)[FS_NOISE_BLOCK], const int32_t *ids, int nb)
 {
-    static tok all[MAX_TOK];
+    static fst_tok all[MAX_TOK];
     int n = 0;
     for (int b = 0; b < nb; ++b)
         for (int i = 0; i < FS_NOISE_BLOCK; ++i)
             if (blocks[b][i] > -INFINITY)
-                all[n++] = (tok){blocks[b][i], FS_NOISE_BLOCK * ids[b] + i};
-    qsort(all, (size_t)n, sizeof(tok), tok_cmp);
+                all[n++] = (fst_tok){blocks[b][i], FS_NOISE_BLOCK * ids[b] + i};
+    qsort(all, (size_t)n, sizeof(fst_tok), fst_tok_before);
     fs_cand_list r;
     fs_cand_init(&r);
     for (int k = 0; k < n && k < FS_CAND_LIST; ++k) {

@@ -24,19 +24,6 @@ int fs_test_rows_lists(const float *vals, const fs_row_desc *descs, int tiles,
 
 enum { TILES = 7, LANES = 32 };
 
-typedef struct tok {
-    float s;
-    int32_t id;
-} tok;
-
-static int tok_before(const void *pa, const void *pb)
-{
-    const tok *a = pa, *b = pb;
-    if (a->s != b->s)
-        return a->s > b->s ? -1 : 1;
-    return a->id < b->id ? -1 : a->id > b->id;
-}
-
 static void check_case(uint64_t seed)
 {
     fst_rng rng;
@@ -67,7 +54,7 @@ static void check_case(uint64_t seed)
     const int e = fs_test_rows_lists(vals, descs, TILES, voff, out);
     if (e != 0)
         fail_msg("fs_test_rows_lists: CUDA error %d", e);
-    tok *toks = malloc(sizeof(tok) * TILES * 32);
+    fst_tok *toks = malloc(sizeof(fst_tok) * TILES * 32);
     for (int l = 0; l < LANES; ++l)
         for (int h = 0; h < 2; ++h) {
             const int row = 2 * l + h, gc = l & 3;
@@ -90,7 +77,7 @@ static void check_case(uint64_t seed)
                             ++n;
                         }
                 finite += n;
-                qsort(toks, (size_t)n, sizeof(tok), tok_before);
+                qsort(toks, (size_t)n, sizeof(fst_tok), fst_tok_before);
                 const fs_cand_list *c = &out[4 * l + 2 * h + p];
                 for (int i = 0; i < FS_CAND_LIST; ++i) {
                     const int in = filt && i < n;

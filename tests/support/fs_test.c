@@ -402,3 +402,11 @@ int fst_reset_hooks(void **state)
     fs_cpu_set_vocab_shards(0, NULL);
     return 0;
 }
+
+int fst_tok_before(const void *a, const void *b)
+{
+    const fst_tok *x = a, *y = b;
+    if (x->s != y->s)
+        return x->s > y->s ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}

@@ -38,6 +38,14 @@ double fst_normal(fst_rng *r);         /* N(0, 1) */
 int64_t fst_randint(fst_rng *r, int64_t n); /* uniform on [0, n) */
 void fst_shuffle(fst_rng *r, int64_t *perm, int64_t n); /* perm = random permutation of 0..n-1 */
 
+/* A token of a candidate list's reference (src/cand_list.h) and qsort's
+ * order for it: score descending, then id ascending, as the lists rank. */
+typedef struct fst_tok {
+    float s;
+    int32_t id;
+} fst_tok;
+int fst_tok_before(const void *a, const void *b);
+
 /* ---- input generators ---------------------------------------------------
  * Logits are N(0, scale^2) with ~2% of tokens lifted by 2*scale (a
  * realistic heavy top); LM heads are scaled so that hidden . W has about that
