@@ -679,15 +679,15 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
     const fs_tree_row *tree_rows = opts ? opts->tree_rows : nullptr;
 
     if (fs_hopper_kernel_for(rows, opts) == FS_HOPPER_ROWS) {
-        fs_cand_list *cands = opts ? opts->cands : nullptr;
-        if ((tail && tail->single) || (cands && (tail || tree_rows || opts->argmax_only)))
-            return (int)cudaErrorInvalidValue; /* no single launch there; lists: sample, verify */
+        if (tail && tail->single)
+            return (int)cudaErrorInvalidValue; /* no single launch there */
         const RowsKnobs k = rows_knobs(V_local, rows, sm_count, opts);
         return fs_hopper_rows_launch(W, H, is_bf16, V_local, D, rows, vocab_offset, global_vocab,
                                      descs, logit_bias, allowed, recs, n_recs, tail, k.multicast,
                                      k.row_block, k.jobs, sm_count, opts && opts->argmax_only,
                                      tree_rows,
-                                     tree_rows ? opts->tree_child_s : nullptr, cands,
+                                     tree_rows ? opts->tree_child_s : nullptr,
+                                     opts ? opts->cands : nullptr, /* it checks their op */
                                      opts ? opts->w_stream : FS_W_STREAM_PROMOTED,
                                      opts ? opts->w_hint : FS_W_HINT_AUTO, device, stream);
     }
