@@ -3,7 +3,14 @@
  * (src/cand_list.h): one warp's lists after several tiles of values that
  * tie often (multiples of 1/8), hold -inf (masked tokens, a whole masked
  * tile, a whole masked row), at four temperatures, in rows that filter and
- * rows that do not.  Each of a lane's two lists of a row takes its tokens of
+ * rows that do not, and in "staircase" rows whose first tile holds four high
+ * scores a list and every other token masked: each list fills at once with
+ * nothing let go, and every later tile's best ranks below its last entry.
+ * A warp takes the one-comparison fast path only when no lane's list can
+ * take a token, so every fourth case makes every row a staircase: from the
+ * second tile on each list's drop must rise to the tile's best there (a
+ * staircase row among live ones checks the same through the insert path).
+ * Each of a lane's two lists of a row takes its tokens of
  * the noise blocks of one parity; it must hold exactly their best four by
  * (score desc, id asc), drop must be the score of the fifth (-inf when
  * none), list 0's count the row's finite tokens in the lane (list 1's 0),
@@ -29,6 +36,7 @@ static void check_case(uint64_t seed)
     fst_rng rng;
     fst_rng_seed(&rng, seed);
     const int64_t voff = 16 * (int64_t)fst_randint(&rng, 1000);
+    const int all_stairs = seed % 4 == 0;
     float *vals = malloc(sizeof(float) * TILES * LANES * 128);
     fs_row_desc descs[64];
     static const float TEMPS[4] = {1.0f, 0.7f, 2.0f, 0.05f};
@@ -47,6 +55,11 @@ static void check_case(uint64_t seed)
                     float v = (float)((int)fst_randint(&rng, 49) - 24) / 8.0f;
                     if (fst_randint(&rng, 10) == 0 || row == 5 || (row == 9 && t == 2))
                         v = -INFINITY; /* masked; row 5 wholly, row 9 one tile */
+                    /* a staircase row's first tile: values k < 8 are columns
+                       8 (k / 2) + 2 gc + k % 2, four in each parity's list,
+                       above any later score */
+                    if ((all_stairs || row % 5 == 1) && row != 5 && t == 0)
+                        v = k < 8 ? 16.0f + (float)k / 8.0f : -INFINITY;
                     vals[((t * LANES + l) * 2 + h) * 64 + k] = v;
                 }
             }
