@@ -13,13 +13,15 @@ at D = 4096) instead of from the head, and reports G's percentiles for:
   rows   the rows kernel's list kernels: slot s owns units (128 tokens)
          [s U / S, (s + 1) U / S); lane gc of a 256-token tile holds columns
          with (c >> 1) & 3 = gc, its list p those with (c >> 4) & 1 = p
+         (--lists-per-lane 1: one list a lane, both parities)
   tile   the tile kernel: 128-token tile t on CTA t mod ctas, its thread q
          of TPB holding the tile's noise blocks q, q + TPB, ...
   random the same number of lists, tokens assigned at random
   shuffled  the rows partition with the tokens' places shuffled
 
 Usage: list_prefix_sim.py [--vocab 151936] [--slots 66] [--ctas 132]
-       [--tpb 2] [--rows 30] [--zipf 2.0] [--seed 42] [--noise-seed 7]
+       [--tpb 2] [--rows 30] [--lists-per-lane 2] [--zipf 2.0] [--seed 42]
+       [--noise-seed 7]
 (--seed: the head's hash seed; filter_bench fills every head with 42)."""
 import argparse
 import math
@@ -35,13 +37,14 @@ def mix(x):
     return x ^ (x >> 31)
 
 
-def rows_list(v, slots, units):
+def rows_list(v, slots, units, per_lane=2):
     u = v // 128
     s = u * slots // units
     while not (s * units // slots <= u < (s + 1) * units // slots):
         s += 1 if u >= (s + 1) * units // slots else -1
     c = (v - (s * units // slots) * 128) % 256
-    return (s * 4 + ((c >> 1) & 3)) * 2 + ((c >> 4) & 1)
+    lane = s * 4 + ((c >> 1) & 3)
+    return lane * 2 + ((c >> 4) & 1) if per_lane == 2 else lane
 
 
 def tile_list(v, ctas, tpb):
@@ -66,6 +69,7 @@ def main():
     ap.add_argument("--ctas", type=int, default=132)
     ap.add_argument("--tpb", type=int, default=2)
     ap.add_argument("--rows", type=int, default=30)
+    ap.add_argument("--lists-per-lane", type=int, default=2, choices=(1, 2))
     ap.add_argument("--zipf", type=float, default=2.0)
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--noise-seed", type=int, default=7)
@@ -75,10 +79,10 @@ def main():
     a = [8.0 - o.zipf * math.log(1.0 + (mix(o.seed ^ v) % V)) for v in range(V)]
     rng = random.Random(o.noise_seed)
     parts = {
-        "rows": [rows_list(v, o.slots, units) for v in range(V)],
+        "rows": [rows_list(v, o.slots, units, o.lists_per_lane) for v in range(V)],
         "tile": [tile_list(v, o.ctas, o.tpb) for v in range(V)],
     }
-    n_rows = o.slots * 8
+    n_rows = o.slots * 4 * o.lists_per_lane
     shuffled = parts["rows"][:]
     rng.shuffle(shuffled)
     parts["shuffled"] = shuffled
