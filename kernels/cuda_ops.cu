@@ -249,9 +249,14 @@ static fs_hopper_opts hopper_opts(const fs_context *ctx, const fs_op_args *a)
 {
     fs_hopper_opts o = {};
     o.rows_min = ctx->hopper_rows_min;
-    if (!o.rows_min && ctx->hopper_rows_early) /* trees as verify */
+    if (!o.rows_min && ctx->hopper_rows_early) { /* trees as verify */
         o.rows_min = fs_hopper_rows_min_fast_hbm(a->op == FS_OP_ARGMAX, a->head->hidden_dim);
+        if (!ctx->tile_no_epi_wg)
+            o.rows_max = fs_hopper_rows_max_fast_hbm(a->op == FS_OP_VERIFY_TREE,
+                                                     a->head->hidden_dim);
+    }
     o.no_multicast = ctx->hopper_no_multicast;
+    o.no_epi_wg = ctx->tile_no_epi_wg;
     o.odd_pairs = ctx->hopper_odd_pairs;
     o.row_block = ctx->hopper_row_block;
     o.ties_128 = ctx->hopper_rows_ties_128;

@@ -25,6 +25,11 @@
  *              of its CTA (its running best key prunes hopeless blocks), and
  *              the TPB records of a row merge once, at the end: one record per
  *              (row, CTA).
+ *   epilogue warpgroup  128- and 160-row blocks of unfiltered ops (the EW
+ *              kernels, 416 threads): the pushes above held up the MMA
+ *              warpgroups' wgmma issue there, so a third warpgroup pushes
+ *              the staged tile while they run the next (ew_mma,
+ *              ew_epilogue; 19-22% fewer SM cycles at 160 rows on an H200).
  *   tail       the last CTA to finish merges the records and finalizes the op
  *              (op_tail.cuh), unless the caller runs the merge itself.
  *   single     unfiltered sample, draft argmax and verify run as this one
@@ -69,6 +74,15 @@ constexpr int BM = FS_HOPPER_TILE_V; /* vocabulary per tile (= per record) */
 constexpr int NCW = 8;               /* consumer warps (2 warpgroups) */
 constexpr int NCT = NCW * 32;        /* consumer threads */
 constexpr int THREADS = NCT + 32;    /* + the producer warp */
+/* The epilogue warpgroup (EW kernels: 128- and 160-row blocks, no filters):
+ * EWT more threads push the staged tile's noise blocks while the two MMA
+ * warpgroups run the next tile's wgmmas.  Named barriers, each a bar.sync
+ * of all NCT + EWT threads: BAR_FREE (the epilogue is done with the staged
+ * tile), BAR_FULL (the MMA warpgroups staged the next); BAR_EPI the
+ * epilogue warpgroup alone. */
+constexpr int EWT = 128;
+constexpr int THREADS_EW = NCT + EWT + 32; /* MMA, epilogue, the producer warp */
+constexpr int BAR_FREE = 2, BAR_FULL = 3, BAR_EPI = 4;
 constexpr int LDS = BM;              /* epilogue buffer pitch (floats), XOR-swizzled */
 constexpr int MAX_STAGES = 12;
 
@@ -101,6 +115,22 @@ template <int BN> struct Cfg {
     static_assert(ACTIVE <= NCT && ACTIVE % 32 == 0, "epilogue threads");
 };
 
+/* The epilogue warpgroup's rows: row r < EWT on thread r, every block of its
+ * tile; each of the NX = BN - EWT rows past them shared by TPX threads with
+ * UX blocks each.  At 160 rows a thread pushes 8 + 2 blocks a tile; with
+ * the 32 extra rows whole on threads 0-31 those pushed 16 and set the pace:
+ * ncu at 160 rows, 151936 x 4096, sample 380 us against 327 for the
+ * warpgroup only reading the tile (bench/results/2026-11-29-h200-tile-epi-warpgroup). */
+template <int BN> struct EwCfg {
+    static constexpr int NX = BN - EWT;
+    static constexpr int TPX = NX > 0 ? EWT / NX : 1;
+    static constexpr int UX = Cfg<BN>::NBLK / TPX;
+    static constexpr int NS = NX > 0 ? 2 : 1; /* rows a thread */
+    static_assert(NX >= 0 && TPX * (NX > 0 ? NX : EWT) == EWT && TPX <= 32 &&
+                      UX * TPX == Cfg<BN>::NBLK,
+                  "EW rows");
+};
+
 struct Args {
     const fs_row_desc *descs;
     const float *bias;
@@ -114,6 +144,7 @@ struct Args {
     int64_t rows, V, vocab_offset, global_vocab, words;
     int n_items, kblocks, tail_on;
     int w_hint; /* W's L2 hint (enum fs_w_hint, resolved) */
+    int epi_wg; /* 128- and 160-row blocks without filters: the EW kernels */
     int stage_tx; /* bytes a stage's TMA loads deliver (the H boxes hold only the live rows) */
     fs_tail_args tail;
     const fs_tree_row *tree_rows; /* tree verify only, else NULL (tree_scan.cuh) */
@@ -218,12 +249,209 @@ __device__ __forceinline__ void epi_blocks(Epi &e, const float *epi, int rr, int
         epi_block<FILT>(e, epi, rr, q + C::TPB * j, a);
 }
 
-template <int BN, bool BF16, bool FILT>
-__global__ void __launch_bounds__(THREADS, 1)
+/* One vocabulary tile's MMA by the two MMA warpgroups: each k-block's stage
+ * waited for, its wgmmas issued, and the stage before it released once they
+ * retire (one wgmma group stays in flight).  between(kb) runs after k-block
+ * kb's issue: the plain kernel pushes the previous tile's blocks there.  On
+ * return acc holds the tile and the tile's stages are all released; s and
+ * ph (the next stage and its phase) carry over to the next tile. */
+template <int BN, bool BF16, class Between>
+__device__ __forceinline__ void mma_tile(float (&acc)[BN / 2], uint32_t sW, uint32_t sH,
+                                         uint32_t sBar, int KB, int wg, int lane, int &s,
+                                         uint32_t &ph, Between &&between)
+{
+    using C = Cfg<BN>;
+    int prev_s = 0;
+    for (int kb = 0; kb < KB; ++kb) {
+        mbar_wait(sBar + 8u * (uint32_t)s, ph); /* full */
+        __syncwarp();
+        const uint32_t aw = sW + s * C::W_BYTES + wg * (64 * BK * 2);
+        const uint32_t ah = sH + s * C::H_BYTES;
+        fence_acc(acc);
+        wg_fence();
+#pragma unroll
+        for (int h = 0; h < C::KS; ++h)
+            mma_kblock<BN, BF16>(acc, aw + h * C::WBOX, ah + h * C::HBOX, kb == 0 && h == 0);
+        wg_commit();
+        fence_acc(acc);
+        between(kb);
+        __syncwarp();
+        wg_wait<1>();
+        fence_acc(acc);
+        if (kb > 0 && lane == 0)
+            mbar_arrive(sBar + 8u * (uint32_t)(C::STAGES + prev_s)); /* empty */
+        prev_s = s;
+        if (++s == C::STAGES) {
+            s = 0;
+            ph ^= 1u;
+        }
+    }
+    wg_wait<0>();
+    fence_acc(acc);
+    if (lane == 0)
+        mbar_arrive(sBar + 8u * (uint32_t)(C::STAGES + prev_s));
+}
+
+/* The accumulators of consumer thread ct (0 .. NCT - 1) to the epilogue
+ * buffer: wgmma's fragment layout, row = token of the tile. */
+template <int BN>
+__device__ __forceinline__ void stage_tile(float *epi, const float (&acc)[BN / 2], int ct)
+{
+    const int lane = ct & 31, wg = ct >> 7, wi = (ct >> 5) & 3;
+    const int ga = lane >> 2, gc = lane & 3;
+#pragma unroll
+    for (int n = 0; n < BN / 8; ++n) {
+        const int r0 = 8 * n + 2 * gc;
+        const int v = 64 * wg + 16 * wi + ga;
+        epi[epi_idx(r0, v)] = acc[4 * n + 0];
+        epi[epi_idx(r0 + 1, v)] = acc[4 * n + 1];
+        epi[epi_idx(r0, v + 8)] = acc[4 * n + 2];
+        epi[epi_idx(r0 + 1, v + 8)] = acc[4 * n + 3];
+    }
+}
+
+/* The op's end in a single launch, once a thread's records (and CTA 0's
+ * descriptors) are written: a grid barrier, then CTA 0 ends the op (single
+ * 1) or every CTA merges rows as the merge and finalize kernels would (2).
+ * `threads` threads (tid 0 .. threads - 1, bar 1) run it; the block's other
+ * threads call single_launch_wait. */
+__device__ __forceinline__ void single_launch_end(const Args &a, unsigned char *smem,
+                                                  int stage_bytes, int tid, int threads)
+{
+    __threadfence();
+    cooperative_groups::this_grid().sync();
+    fs_record *scratch = reinterpret_cast<fs_record *>(smem); /* the stages: all consumed */
+    if (a.tail.single == 1) {
+        if (blockIdx.x == 0)
+            fs_op_tail_run(a.tail, a.recs, a.n_recs, a.rows, a.descs, tid, threads, 1, scratch,
+                           stage_bytes / (int)sizeof(fs_record));
+    } else {
+        fs_op_tail_grid(a.tail, a.recs, a.n_recs, a.rows, a.descs, tid, threads, 1, scratch);
+    }
+}
+
+/* The grid barriers of single_launch_end for the threads that do not run
+ * it: one, and verify's second past tail_rows_max rows. */
+__device__ __forceinline__ void single_launch_wait(const Args &a)
+{
+    cooperative_groups::this_grid().sync();
+    if (a.tail.single == 2 && a.tail.op == FS_OP_VERIFY)
+        cooperative_groups::this_grid().sync();
+}
+
+/* EW: the MMA warpgroups (threads 0 .. NCT - 1).  A tile's accumulators wait
+ * for the epilogue to be done with the buffer (BAR_FREE), are staged, and
+ * announced (BAR_FULL), where the epilogue warpgroup already waits: it
+ * goes there straight from BAR_FREE, so neither barrier holds the MMA
+ * warpgroups longer than the pushes of the tile before.  (A bar.arrive at
+ * BAR_FULL orders the stores as well, by PTX, but compute-sanitizer's
+ * racecheck reports every staged value as a race then.)  In a single
+ * launch they end the op, as the plain kernel's consumers do
+ * (FS_MERGE_THREADS threads: the merge kernel's order). */
+template <int BN, bool BF16>
+__device__ __forceinline__ void ew_mma(const Args &a, uint32_t sW, uint32_t sH, uint32_t sBar,
+                                       float *epi, unsigned char *smem)
+{
+    using C = Cfg<BN>;
+    const int ct = threadIdx.x;
+    float acc[BN / 2];
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i)
+        acc[i] = 0.0f;
+    int s = 0;
+    uint32_t ph = 0;
+    for (int vt = blockIdx.x; vt < a.n_items; vt += gridDim.x) {
+        mma_tile<BN, BF16>(acc, sW, sH, sBar, a.kblocks, ct >> 7, ct & 31, s, ph, [](int) {});
+        fs_named_bar(BAR_FREE, NCT + EWT);
+        stage_tile<BN>(epi, acc, ct);
+        fs_named_bar(BAR_FULL, NCT + EWT);
+    }
+    static_assert(NCT == FS_MERGE_THREADS, "the merge kernel's order");
+    if (a.tail.single)
+        single_launch_end(a, smem, C::STAGES * C::STAGE_BYTES, ct, NCT);
+}
+
+/* EW: the epilogue warpgroup (threads NCT .. NCT + EWT - 1), rows by
+ * EwCfg.  It builds the descriptors in a single launch (CTA 0 stores them),
+ * pushes every staged tile, and writes the (row, CTA) records. */
+template <int BN>
+__device__ __forceinline__ void ew_epilogue(const Args &a, const float *epi, unsigned char *smem,
+                                            unsigned int *tail_flag)
+{
+    using C = Cfg<BN>;
+    using X = EwCfg<BN>;
+    const int ct = threadIdx.x - NCT;
+    fs_pdl_wait(); /* the row descriptors (prep kernel) */
+    fs_pdl_launch_dependents();
+    /* every thread checks the whole layout (at most 160 requests, under
+       the first tile's MMA): racecheck reported the staged tile's reads as
+       racing with the next tile's stores in every verify run whose
+       epilogue warpgroup had taken the OR with a bar.red, and in none
+       without */
+    const int32_t layout = a.tail.single ? fs_scan_prep_layout(a.tail, a.rows, 0, 1, 0) : FS_ROW_OK;
+    Epi es[X::NS];
+#pragma unroll
+    for (int k = 0; k < X::NS; ++k) {
+        Epi &e = es[k];
+        fs_record_init(&e.rec);
+        fs_cand_init(&e.cl);
+        e.row = k == 0 ? ct : EWT + ct / X::TPX;
+        e.v0 = 0;
+        e.d.flags = 0;
+        const bool row_ok = e.row < a.rows;
+        if (row_ok)
+            e.d = a.tail.single ? fs_scan_prep_row(a.tail, layout, e.row, a.global_vocab)
+                                : a.descs[e.row];
+        e.scan = row_ok && (e.d.flags & FS_ROWF_VALID) ? 1 : 0;
+        e.write = row_ok && (k == 0 || ct % X::TPX == 0) ? 1 : 0;
+        e.filt = 0;
+    }
+    if (a.tail.single && blockIdx.x == 0)
+        fs_scan_prep_store(a.tail, layout, a.rows, a.global_vocab, ct, EWT);
+    const int x0 = X::UX * (ct % X::TPX); /* first block of the shared row */
+    for (int vt = blockIdx.x; vt < a.n_items; vt += gridDim.x) {
+        fs_named_bar(BAR_FREE, NCT + EWT); /* done with the tile before */
+        fs_named_bar(BAR_FULL, NCT + EWT);
+        es[0].v0 = (int64_t)vt * BM;
+        if (es[0].scan)
+            for (int f = 0; f < C::NBLK; ++f)
+                epi_block<false>(es[0], epi, (int)es[0].row, f, a);
+        if constexpr (X::NS == 2) {
+            es[1].v0 = (int64_t)vt * BM;
+            if (es[1].scan)
+#pragma unroll
+                for (int f = 0; f < X::UX; ++f)
+                    epi_block<false>(es[1], epi, (int)es[1].row, x0 + f, a);
+        }
+    }
+    if constexpr (X::NS == 2) { /* the TPX threads of a shared row: adjacent lanes */
+#pragma unroll
+        for (int m = 1; m < X::TPX; m <<= 1) {
+            const fs_record o = fs_record_shfl_xor(es[1].rec, m);
+            fs_record_merge(&es[1].rec, &o);
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < X::NS; ++k)
+        if (es[k].write)
+            a.recs[es[k].row * a.n_recs + blockIdx.x] = es[k].rec;
+    if (a.tail.single) {
+        __threadfence(); /* the records, CTA 0's descriptors */
+        single_launch_wait(a);
+    } else if (a.tail_on)
+        fs_op_tail(a.tail, a.recs, a.n_recs, a.rows, a.descs, ct, EWT, BAR_EPI, tail_flag,
+                   reinterpret_cast<fs_record *>(smem), /* the stages: all consumed */
+                   (C::STAGES * C::STAGE_BYTES) / (int)sizeof(fs_record));
+}
+
+template <int BN, bool BF16, bool FILT, bool EW>
+__global__ void __launch_bounds__(EW ? THREADS_EW : THREADS, 1)
     fsh_scan_kernel(const __grid_constant__ CUtensorMap tmw, const __grid_constant__ CUtensorMap tmh,
                     const Args a)
 {
     using C = Cfg<BN>;
+    static_assert(!EW || (BN > 96 && !FILT), "EW: 128- and 160-row blocks, no filters");
+    constexpr int PW = EW ? (NCT + EWT) / 32 : NCW; /* the producer warp */
     extern __shared__ unsigned char smem_raw[];
     unsigned char *smem = smem_align_1024(smem_raw);
     const uint32_t sbase = smem_u32(smem);
@@ -237,7 +465,7 @@ __global__ void __launch_bounds__(THREADS, 1)
 #define FSH_EMPTY(s) (sBar + 8u * (uint32_t)(C::STAGES + (s)))
 
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    if (threadIdx.x == NCT) {
+    if (threadIdx.x == PW * 32) {
         for (int s = 0; s < C::STAGES; ++s) {
             mbar_init(FSH_FULL(s), 1);
             mbar_init(FSH_EMPTY(s), NCW);
@@ -247,7 +475,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     __syncthreads();
     const int KB = a.kblocks;
 
-    if (warp == NCW) {
+    if (warp == PW) {
         /* ---------------- producer: one thread issues every TMA ---------- */
         if (lane == 0) {
             asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmw))
@@ -287,12 +515,18 @@ __global__ void __launch_bounds__(THREADS, 1)
         }
         if (!FILT && a.tail.single) {
             /* the consumers' grid barriers (__syncthreads inside) count this
-               warp too: one, and verify's second past tail_rows_max rows */
+               warp too */
             __syncwarp();
-            cooperative_groups::this_grid().sync();
-            if (a.tail.single == 2 && a.tail.op == FS_OP_VERIFY)
-                cooperative_groups::this_grid().sync();
+            single_launch_wait(a);
         }
+        return;
+    }
+
+    if constexpr (EW) {
+        if (warp < NCW)
+            ew_mma<BN, BF16>(a, sW, sH, sBar, epi, smem);
+        else
+            ew_epilogue<BN>(a, epi, smem, tail_flag);
         return;
     }
 
@@ -303,8 +537,6 @@ __global__ void __launch_bounds__(THREADS, 1)
     fs_pdl_launch_dependents(); /* a merge kernel (tensor parallel) may launch now */
     const int ct = threadIdx.x;          /* 0 .. 255 */
     const int wg = ct >> 7;              /* vocabulary half of the tile */
-    const int wi = (ct >> 5) & 3;        /* warp in the warpgroup */
-    const int ga = lane >> 2, gc = lane & 3;
     const int rr = ct / C::TPB, q = ct % C::TPB; /* epilogue: row in block, first block */
     const bool e_active = ct < C::ACTIVE;
     /* blocks of the previous tile to push after each k-block */
@@ -339,23 +571,12 @@ __global__ void __launch_bounds__(THREADS, 1)
     e.filt = FILT && e.scan && (e.d.flags & FS_ROWF_FILTER) ? 1 : 0;
     fs_cand_init(&e.cl);
     bool pending = false;
-    int s = 0, prev_s = 0;
+    int s = 0;
     uint32_t ph = 0;
 
     for (int vt = blockIdx.x; vt < a.n_items; vt += gridDim.x) {
         int done = 0;
-        for (int kb = 0; kb < KB; ++kb) {
-            mbar_wait(FSH_FULL(s), ph);
-            __syncwarp();
-            const uint32_t aw = sW + s * C::W_BYTES + wg * (64 * BK * 2);
-            const uint32_t ah = sH + s * C::H_BYTES;
-            fence_acc(acc);
-            wg_fence();
-#pragma unroll
-            for (int h = 0; h < C::KS; ++h)
-                mma_kblock<BN, BF16>(acc, aw + h * C::WBOX, ah + h * C::HBOX, kb == 0 && h == 0);
-            wg_commit();
-            fence_acc(acc);
+        mma_tile<BN, BF16>(acc, sW, sH, sBar, KB, wg, lane, s, ph, [&](int kb) {
             /* the pending tile's blocks, spread evenly over this tile's
                k-blocks so that no k-block waits long for its consumer */
             if (pending && done < C::UNITS && kb * C::UNITS >= done * KB) {
@@ -363,34 +584,11 @@ __global__ void __launch_bounds__(THREADS, 1)
                 epi_blocks<BN, FILT>(e, epi, rr, q, done, to, a);
                 done = to;
             }
-            __syncwarp();
-            wg_wait<1>();
-            fence_acc(acc);
-            if (kb > 0 && lane == 0)
-                mbar_arrive(FSH_EMPTY(prev_s));
-            prev_s = s;
-            if (++s == C::STAGES) {
-                s = 0;
-                ph ^= 1u;
-            }
-        }
-        wg_wait<0>();
-        fence_acc(acc);
-        if (lane == 0)
-            mbar_arrive(FSH_EMPTY(prev_s));
-
+        });
         if (pending)
             epi_blocks<BN, FILT>(e, epi, rr, q, done, C::UNITS, a);
         consumer_bar(); /* every thread is done reading the buffer */
-#pragma unroll
-        for (int n = 0; n < BN / 8; ++n) {
-            const int r0 = 8 * n + 2 * gc;
-            const int v = 64 * wg + 16 * wi + ga;
-            epi[epi_idx(r0, v)] = acc[4 * n + 0];
-            epi[epi_idx(r0 + 1, v)] = acc[4 * n + 1];
-            epi[epi_idx(r0, v + 8)] = acc[4 * n + 2];
-            epi[epi_idx(r0 + 1, v + 8)] = acc[4 * n + 3];
-        }
+        stage_tile<BN>(epi, acc, ct);
         consumer_bar(); /* the buffer holds this tile */
         pending = true;
         e.v0 = (int64_t)vt * BM;
@@ -438,7 +636,6 @@ __global__ void __launch_bounds__(THREADS, 1)
                                (C::STAGES * C::STAGE_BYTES) / (int)sizeof(fs_record));
             probe.at_end(ct, t_sync, (long long)a.rows, (int)a.tail.op);
         } else {
-            static_assert(NCT == FS_MERGE_THREADS, "the merge kernel's order");
             fs_op_tail_grid(a.tail, a.recs, a.n_recs, a.rows, a.descs, ct, NCT, 1, scratch);
         }
     } else if (a.tail_on) {
@@ -452,8 +649,8 @@ __global__ void __launch_bounds__(THREADS, 1)
 
 #else /* not sm_90a: the kernel exists (for the host stub) but is empty */
 
-template <int BN, bool BF16, bool FILT>
-__global__ void __launch_bounds__(THREADS, 1)
+template <int BN, bool BF16, bool FILT, bool EW>
+__global__ void __launch_bounds__(EW ? THREADS_EW : THREADS, 1)
     fsh_scan_kernel(const __grid_constant__ CUtensorMap tmw, const __grid_constant__ CUtensorMap tmh,
                     const Args a)
 {
@@ -470,20 +667,20 @@ __global__ void __launch_bounds__(THREADS, 1)
 static const int kBnList[] = {16, 32, 48, 64, 80, 96, 128, 160};
 constexpr int kNumBn = (int)(sizeof(kBnList) / sizeof(kBnList[0]));
 
-template <int BN, bool BF16, bool FILT> cudaError_t configure(int device)
+template <int BN, bool BF16, bool FILT, bool EW> cudaError_t configure(int device)
 {
     static unsigned long long done = 0;
-    return set_smem_once(reinterpret_cast<const void *>(fsh_scan_kernel<BN, BF16, FILT>),
+    return set_smem_once(reinterpret_cast<const void *>(fsh_scan_kernel<BN, BF16, FILT, EW>),
                          Cfg<BN>::SMEM, &done, device);
 }
 
-template <int BN, bool BF16, bool FILT>
+template <int BN, bool BF16, bool FILT, bool EW = false>
 cudaError_t launch_one(const CUtensorMap &tw, const CUtensorMap &th, const Args &a,
                        const fs_pdl_config &pc, int device)
 {
-    cudaError_t e = configure<BN, BF16, FILT>(device);
+    cudaError_t e = configure<BN, BF16, FILT, EW>(device);
     if (e == cudaSuccess)
-        e = cudaLaunchKernelEx(&pc.cfg, fsh_scan_kernel<BN, BF16, FILT>, tw, th, a);
+        e = cudaLaunchKernelEx(&pc.cfg, fsh_scan_kernel<BN, BF16, FILT, EW>, tw, th, a);
     return e;
 }
 
@@ -508,11 +705,19 @@ cudaError_t launch(const CUtensorMap &tw, const void *H, int is_bf16, int64_t D,
        caller's kernel before it (which may still be writing H): a plain
        launch, cooperative for its grid barrier (the grid is at most one CTA
        an SM, fs_hopper_records_per_row) */
-    fs_pdl_config pc(dim3((unsigned)grid), dim3(THREADS), Cfg<BN>::SMEM, stream,
+    const bool filt = a.cands != nullptr;
+    const bool ew = BN > 96 && !filt && a.epi_wg;
+    fs_pdl_config pc(dim3((unsigned)grid), dim3(ew ? THREADS_EW : THREADS), Cfg<BN>::SMEM, stream,
                      !a0.tail.single);
     if (a0.tail.single)
         pc.cooperative();
-    const bool filt = a.cands != nullptr;
+    if constexpr (BN > 96) {
+        if (ew) {
+            e = is_bf16 ? launch_one<BN, true, false, true>(tw, th, a, pc, device)
+                        : launch_one<BN, false, false, true>(tw, th, a, pc, device);
+            return e != cudaSuccess ? e : cudaGetLastError();
+        }
+    }
     if (is_bf16)
         e = filt ? launch_one<BN, true, true>(tw, th, a, pc, device)
                  : launch_one<BN, true, false>(tw, th, a, pc, device);
@@ -568,6 +773,31 @@ extern "C" int64_t fs_hopper_rows_min_fast_hbm(int argmax, int64_t D)
     return D <= 3072 ? 65 : 81;
 }
 
+/* H200, the tile kernel with its epilogue warpgroup (128- and 160-row
+ * blocks) against the rows kernel, each forced, in one process, single
+ * launch on (bench/results/2026-11-29-h200-tile-ew-choice/, x cuBLAS's
+ * matmul of the same run).  129-160 rows: the tile kernel is faster for
+ * sample, draft argmax and verify on 151936 x 4096, 128256 x 8192 and
+ * 262144 x 3072 (160 rows: sample 1.25-1.26 -> 1.14 on the first, 1.26-1.32
+ * -> 1.13-1.15 on the second; draft argmax 1.22 -> 1.07-1.09 and 1.24-1.25
+ * -> 1.08-1.10), but for verify of 160 rows on the third (even).  97-128
+ * rows: faster for every op with D <= 5120 (152064 x 5120: sample 1.10-1.17
+ * -> 1.02-1.07, verify 1.14-1.18 -> 1.04-1.05) but for draft argmax on
+ * 262144 x 3072 (even); with D = 8192 the rows kernel's 128-row block is
+ * the faster (draft argmax 0.98-1.02 against 1.02-1.06, sample 1.02-1.04
+ * against 1.04-1.08 at 112-128 rows).  Tree verify, whose children's
+ * scores the one epilogue warpgroup also pushes: the tile kernel 7% faster
+ * at 144-160 rows on 128256 x 8192, 4-15% slower at 108-160 rows on
+ * 262144 x 3072 and at 144-160 on 151936 x 4096, 6% faster at 108-128 rows
+ * there -- trees take it only where D > 5120.  D between 5120 and 8192 is
+ * not measured: the rows kernel's side. */
+extern "C" int64_t fs_hopper_rows_max_fast_hbm(int tree, int64_t D)
+{
+    if (D > 5120)
+        return 128;
+    return tree ? 0 : 96;
+}
+
 /* Measured on H100 (A/B runs of each kernel forced, both shapes; the
  * commits that set these limits carry the figures): the tile kernel is
  * faster up to 96 rows; at 97-128 rows the rows kernel (one row block, half
@@ -589,7 +819,9 @@ extern "C" int fs_hopper_kernel_for(int64_t rows, const fs_hopper_opts *opts)
     if (opts && opts->kernel == FS_HOPPER_ROWS)
         return FS_HOPPER_ROWS;
     if (opts && opts->rows_min > 0)
-        return rows >= opts->rows_min ? FS_HOPPER_ROWS : FS_HOPPER_TILE;
+        return rows >= opts->rows_min && (opts->rows_max <= 0 || rows <= opts->rows_max)
+                   ? FS_HOPPER_ROWS
+                   : FS_HOPPER_TILE;
     return rows >= FS_HOPPER_ROWS_MIN_DEFAULT ? FS_HOPPER_ROWS : FS_HOPPER_TILE;
 }
 
@@ -705,6 +937,7 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
     a.tree_child_s = tree_rows ? opts->tree_child_s : nullptr;
     const bool plain = opts && opts->w_stream == FS_W_STREAM_PLAIN;
     a.w_hint = fs_w_hint_for(opts ? opts->w_hint : FS_W_HINT_AUTO, plain);
+    a.epi_wg = !(opts && opts->no_epi_wg);
 
     CUtensorMap tw;
     if ((e = make_map(&tw, W, is_bf16, D, V_local, BM, plain ? 0 : 256)) != cudaSuccess)

@@ -46,7 +46,7 @@ enum fs_hopper_kernel { FS_HOPPER_AUTO = 0, FS_HOPPER_TILE = 1, FS_HOPPER_ROWS =
 
 /* The automatic choice takes FS_HOPPER_ROWS from FS_HOPPER_ROWS_MIN_DEFAULT
  * rows up, for every op; fs_hopper_opts.rows_min > 0 replaces the rule by
- * "rows kernel from rows_min rows". */
+ * "rows kernel from rows_min rows" (up to rows_max, when that is > 0). */
 #define FS_HOPPER_ROWS_MIN_DEFAULT 97
 
 /* How the Hopper kernels stream the LM head (fs_hopper_opts.w_stream; the
@@ -88,6 +88,8 @@ static inline int fs_w_hint_for(int w_hint, int plain)
 typedef struct fs_hopper_opts {
     int kernel;               /* enum fs_hopper_kernel (TILE is honoured up to 160 rows) */
     int64_t rows_min;         /* FS_HOPPER_AUTO: rows kernel from this many rows; 0 = default */
+    int64_t rows_max;         /* with rows_min: and up to this many, the tile kernel past them
+                                 (to its 160 rows); 0 = no bound */
     int no_multicast;         /* rows kernel: no 2-CTA clusters (A/B runs) */
     int odd_pairs;            /* rows kernel: an odd count of row blocks (3+) in 2-CTA
                                  clusters, all but the last block sharing W */
@@ -100,6 +102,8 @@ typedef struct fs_hopper_opts {
                                  automatic (scan_hopper_rows.cu, rows_plan) */
     int w_stream;             /* enum fs_w_stream (the rows kernel: up to 128 rows) */
     int w_hint;               /* enum fs_w_hint (AUTO: by w_stream) */
+    int no_epi_wg;            /* tile kernel: 128- and 160-row blocks without filters push in
+                                 the MMA warpgroups, not in an epilogue warpgroup (A/B runs) */
     int argmax_only;          /* the rows are fs_draft_argmax's: only the max and its id are
                                  read (the rows kernel then skips the exponentials) */
     const fs_tail_args *tail; /* the op's end, run by the last CTA (op_tail.cuh); NULL: the
@@ -117,6 +121,12 @@ typedef struct fs_hopper_opts {
  * outpaces an H100's (an H200: fs_context.hopper_rows_early), where the
  * tile kernel's 80- and 96-row blocks lose to it (scan_hopper.cu). */
 int64_t fs_hopper_rows_min_fast_hbm(int argmax, int64_t D);
+
+/* The last row count the rows kernel takes on such a chip (from
+ * fs_hopper_rows_min_fast_hbm's) for tree verify (tree 1) or the other
+ * ops: past it, up to 160 rows, the tile kernel's epilogue-warpgroup
+ * blocks are the faster (scan_hopper.cu).  0: every count. */
+int64_t fs_hopper_rows_max_fast_hbm(int tree, int64_t D);
 
 /* The kernel a launch with these options takes (opts may be NULL). */
 int fs_hopper_kernel_for(int64_t rows, const fs_hopper_opts *opts);

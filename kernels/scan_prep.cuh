@@ -28,7 +28,8 @@ static __device__ __forceinline__ bool fs_bar_or(bool pred, int bar_id, int thre
 
 /* verify: the offsets layout's status, FS_ROW_OK for the other ops (as
  * fs_prep_verify_kernel's every block checks it); `threads` threads of the
- * CTA take part (named barrier bar_id). */
+ * CTA take part (named barrier bar_id), or with threads = 1 the calling
+ * thread alone checks every request, without a barrier. */
 static __device__ __forceinline__ int32_t fs_scan_prep_layout(const fs_tail_args &t, int64_t rows,
                                                               int tid, int threads, int bar_id)
 {
@@ -37,7 +38,8 @@ static __device__ __forceinline__ int32_t fs_scan_prep_layout(const fs_tail_args
     bool bad = false;
     for (int64_t r = tid; r < t.num_requests; r += threads)
         bad |= t.offsets[r + 1] < t.offsets[r];
-    bad = fs_bar_or(bad, bar_id, threads);
+    if (threads > 1)
+        bad = fs_bar_or(bad, bar_id, threads);
     return bad || t.offsets[0] != 0 ||
                    (int64_t)t.offsets[t.num_requests] != rows - t.num_requests
                ? FS_ROW_BAD_OFFSETS

@@ -6,24 +6,27 @@
  * under FLASHSPEC_SINGLE_LAUNCH=0), since both run the same scan and merge
  * the same records in the same order.  Cases cover what the in-kernel prep
  * decides: greedy and sampled rows, a NaN and a denormal temperature
- * (FS_ROW_BAD_TEMPERATURE), a NULL offset array, bias and mask, 1 to 96
- * rows (the tile kernel's) in an order that leaves a larger op's state
- * behind on one workspace; verify with drafts that the target accepts
+ * (FS_ROW_BAD_TEMPERATURE), a NULL offset array, bias and mask, 1 to 160
+ * rows (the tile kernel's, main pins it; its epilogue warpgroup from 97
+ * rows) in an order that leaves a larger op's state behind on one
+ * workspace; verify with drafts that the target accepts
  * (chains walked to the bonus row), ragged requests, none with drafts, a
  * draft outside the vocabulary, a request past max_drafts and a malformed
  * layout; and the one-launch ops captured in a CUDA graph replay as the
  * direct calls ran.  The agreement with the CPU oracle and the chi-squared
  * suites reach this path through their fused cases of up to 96 rows
- * (test_gpu_agree, test_gpu_stat). */
+ * (test_gpu_agree, test_gpu_stat; test_gpu_agree_tile160 up to 160).  Run
+ * with FLASHSPEC_TAIL_ROWS_MAX=1000 (test_gpu_single_tail), CTA 0 ends
+ * every one-launch op and the last CTA every op of the other path. */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 
 #include "gpu_util.h"
 
 #ifdef FS_HAVE_CUDA
 
-/* rows of the tile kernel (FS_HOPPER_ROWS_MIN_DEFAULT - 1; main pins it); verify
+/* rows of the tile kernel (FS_HOPPER_TILE_MAX_ROWS; main pins it); verify
    requests of at most MAXD drafts */
-enum { MAXR = 96, MAXD = 7, MAXT = MAXR * (MAXD + 1) };
+enum { MAXR = 160, MAXD = 7, MAXT = MAXR * (MAXD + 1) };
 
 typedef struct shape {
     int64_t V, D;
@@ -209,6 +212,10 @@ static const vcase kVerify[] = {
     {{3, -1}, 3, 0},                      /* 4 rows */
     {{4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, -1}, 4, 0}, /* 80 rows */
     {{5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, -1}, 5, 0}, /* 88 rows */
+    /* the epilogue warpgroup's row blocks: 104 rows (128), 160 rows */
+    {{6, 5, 6, 5, 6, 5, 6, 5, 6, 5, 6, 5, 6, 5, 6, 5, -1}, 6, 0},
+    {{7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, -1}, 7, 0},
+    {{7, 2, 7, 3, 7, 7, 2, 7, 7, 7, 7, 1, 7, 7, 7, 7, 7, 7, 4, 7, -1}, 7, 1}, /* 137 rows */
     {{4, 4, 4, 4, -1}, 4, 1},
     {{4, 4, 1, -1}, 4, 2}, /* request 1 with 5: 10 drafts, within R x max_drafts */
     {{2, 3, 1, -1}, 4, 3},
@@ -251,7 +258,7 @@ static void test_single_equals_prep(void **state)
     const size_t n_shapes = 2;
     /* row counts in an order that leaves a larger op's state behind: CTA 0
        ends the op up to 4 rows, every CTA past it */
-    const int64_t order[] = {4, 1, 96, 3, 17, 64, 5, 2};
+    const int64_t order[] = {4, 1, 160, 96, 3, 17, 129, 64, 5, 112, 2};
     dout o1, o2;
     dout_alloc(&o1);
     dout_alloc(&o2);
@@ -271,8 +278,9 @@ static void test_single_equals_prep(void **state)
             }
             for (int with_bias = 0; with_bias <= 1; ++with_bias) {
                 const fs_sampling *p = with_bias ? &d.p : &d.p_no_offset;
-                op_call calls[2 * 8 + 2 * 8 + 9];
-                fs_drafts drs[9];
+                enum { NO = sizeof order / sizeof order[0], NV = sizeof kVerify / sizeof kVerify[0] };
+                op_call calls[2 * NO + NV];
+                fs_drafts drs[NV];
                 int nc = 0;
                 for (int op = GT_SAMPLE; op <= GT_ARGMAX; ++op)
                     for (size_t k = 0; k < sizeof order / sizeof order[0]; ++k)
@@ -398,9 +406,9 @@ int main(void)
 {
     GT_SKIP_WITHOUT_GPU("test_gpu_single");
     /* the tile kernel, which alone runs ops as one launch, at every row
-       count here: an H200's default gives sample and verify of 81-96 rows
-       (65-96 at D <= 3072) to the rows kernel (fs_hopper_rows_min_fast_hbm) */
-    setenv("FLASHSPEC_HOPPER_ROWS_EARLY", "0", 1);
+       count here: by default the rows kernel takes some of them by op, chip
+       and shape (fs_hopper_kernel_for) */
+    setenv("FLASHSPEC_HOPPER_ROWS_MIN", "161", 1);
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_single_equals_prep),
                                        cmocka_unit_test(test_single_graph)};
     return cmocka_run_group_tests(tests, NULL, NULL);

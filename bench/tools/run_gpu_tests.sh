@@ -185,13 +185,18 @@ done
 # rows: one 192-row CTA; 193-256: a 2-CTA cluster, W multicast, noise drawn
 # by the producer; 300: three blocks unclustered; 450-460: four blocks in two
 # clusters; racecheck ~90 s on an H100), then at up to 200 rows with 192-row
-# CTAs for every row count (2-CTA clusters of them at 193-200 rows)
-for run in "memcheck 128" "racecheck 128" "memcheck 192" "racecheck 192"; do
+# CTAs for every row count (2-CTA clusters of them at 193-200 rows), then at
+# up to 160 rows on the tile kernel (its epilogue warpgroup from 97 rows)
+for run in "memcheck 128" "racecheck 128" "memcheck 192" "racecheck 192" \
+  "memcheck tile" "racecheck tile"; do
   read -r tool rb <<<"$run"
   small_rows=460 suffix="" renv=()
   if [ "$rb" = 192 ]; then
     small_rows=200 suffix=",rb192"
     renv=(FLASHSPEC_HOPPER_ROW_BLOCK=192)
+  elif [ "$rb" = tile ]; then
+    small_rows=160 suffix=",tile"
+    renv=(FLASHSPEC_HOPPER_ROWS_MIN=161)
   fi
   step="$tool:test_gpu_agree@${small_rows}rows$suffix"
   if [ "$SANITIZE" = 0 ] || [ "${FS_SAN_LARGE:-1}" = 0 ]; then
