@@ -145,7 +145,7 @@ extern "C" fs_status fs_cuda_context_init(fs_context *ctx, int device_ordinal)
     /* FLASHSPEC_HOPPER_NO_MULTICAST=1: the rows kernel without its 2-CTA
        clusters (A/B runs of the W multicast) */
     ctx->hopper_no_multicast = env_flag("FLASHSPEC_HOPPER_NO_MULTICAST");
-    /* FLASHSPEC_TILE_EPI_WG=0: the tile kernel's 128- and 160-row blocks
+    /* FLASHSPEC_TILE_EPI_WG=0: the tile kernel's 128-, 144- and 160-row blocks
        push their noise blocks in the MMA warpgroups, without the epilogue
        warpgroup (A/B runs) */
     ctx->tile_no_epi_wg = env_count("FLASHSPEC_TILE_EPI_WG", 1) == 0;

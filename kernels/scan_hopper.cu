@@ -25,7 +25,7 @@
  *              of its CTA (its running best key prunes hopeless blocks), and
  *              the TPB records of a row merge once, at the end: one record per
  *              (row, CTA).
- *   epilogue warpgroup  128- and 160-row blocks of unfiltered ops (the EW
+ *   epilogue warpgroup  128-, 144- and 160-row blocks of unfiltered ops (the EW
  *              kernels, 416 threads): the pushes above held up the MMA
  *              warpgroups' wgmma issue there, so a third warpgroup pushes
  *              the staged tile while they run the next (ew_mma,
@@ -74,12 +74,16 @@ constexpr int BM = FS_HOPPER_TILE_V; /* vocabulary per tile (= per record) */
 constexpr int NCW = 8;               /* consumer warps (2 warpgroups) */
 constexpr int NCT = NCW * 32;        /* consumer threads */
 constexpr int THREADS = NCT + 32;    /* + the producer warp */
-/* The epilogue warpgroup (EW kernels: 128- and 160-row blocks, no filters):
- * EWT more threads push the staged tile's noise blocks while the two MMA
- * warpgroups run the next tile's wgmmas.  Named barriers, each a bar.sync
- * of all NCT + EWT threads: BAR_FREE (the epilogue is done with the staged
- * tile), BAR_FULL (the MMA warpgroups staged the next); BAR_EPI the
- * epilogue warpgroup alone. */
+/* The epilogue warpgroup (EW kernels: 128-, 144- and 160-row blocks, no
+ * filters): EWT more threads push the staged tile's noise blocks while the
+ * two MMA warpgroups run the next tile's wgmmas.  Named barriers, each a
+ * bar.sync of all NCT + EWT threads: BAR_FREE (the epilogue is done with
+ * the staged tile), BAR_FULL (the MMA warpgroups staged the next); BAR_EPI
+ * the epilogue warpgroup alone.  The two sides reach BAR_FREE and BAR_FULL
+ * at different bar.sync instructions, which PTX's .aligned (bar.sync is
+ * barrier.sync.aligned) does not allow and compute-sanitizer's synccheck
+ * reports; every warp is converged there, and the tests and the other
+ * sanitizers pass (bench/results/2026-11-29-h200-tile-ew-choice/). */
 constexpr int EWT = 128;
 constexpr int THREADS_EW = NCT + EWT + 32; /* MMA, epilogue, the producer warp */
 constexpr int BAR_FREE = 2, BAR_FULL = 3, BAR_EPI = 4;
@@ -112,12 +116,14 @@ template <int BN> struct Cfg {
     static_assert(BN % 8 == 0 && BN >= 16 && BN <= 256, "BN");
     static_assert(STAGES >= 2, "stages");
     static_assert(SMEM <= SMEM_MAX, "smem");
-    static_assert(ACTIVE <= NCT && ACTIVE % 32 == 0, "epilogue threads");
+    /* whole warps where a row's threads merge by shuffles */
+    static_assert(ACTIVE <= NCT && (ACTIVE % 32 == 0 || TPB == 1), "epilogue threads");
 };
 
 /* The epilogue warpgroup's rows: row r < EWT on thread r, every block of its
  * tile; each of the NX = BN - EWT rows past them shared by TPX threads with
- * UX blocks each.  At 160 rows a thread pushes 8 + 2 blocks a tile; with
+ * UX blocks each (144 rows: 8 threads, 1 block).  At 160 rows a thread
+ * pushes 8 + 2 blocks a tile; with
  * the 32 extra rows whole on threads 0-31 those pushed 16 and set the pace:
  * ncu at 160 rows, 151936 x 4096, sample 380 us against 327 for the
  * warpgroup only reading the tile (bench/results/2026-11-29-h200-tile-epi-warpgroup). */
@@ -144,7 +150,7 @@ struct Args {
     int64_t rows, V, vocab_offset, global_vocab, words;
     int n_items, kblocks, tail_on;
     int w_hint; /* W's L2 hint (enum fs_w_hint, resolved) */
-    int epi_wg; /* 128- and 160-row blocks without filters: the EW kernels */
+    int epi_wg; /* 128-160-row blocks without filters: the EW kernels */
     int stage_tx; /* bytes a stage's TMA loads deliver (the H boxes hold only the live rows) */
     fs_tail_args tail;
     const fs_tree_row *tree_rows; /* tree verify only, else NULL (tree_scan.cuh) */
@@ -450,7 +456,7 @@ __global__ void __launch_bounds__(EW ? THREADS_EW : THREADS, 1)
                     const Args a)
 {
     using C = Cfg<BN>;
-    static_assert(!EW || (BN > 96 && !FILT), "EW: 128- and 160-row blocks, no filters");
+    static_assert(!EW || (BN > 96 && !FILT), "EW: 128-160-row blocks, no filters");
     constexpr int PW = EW ? (NCT + EWT) / 32 : NCW; /* the producer warp */
     extern __shared__ unsigned char smem_raw[];
     unsigned char *smem = smem_align_1024(smem_raw);
@@ -664,7 +670,7 @@ __global__ void __launch_bounds__(EW ? THREADS_EW : THREADS, 1)
  * (verify at 80 rows, H100: 1.116 x the bound with a 128-row block, 1.075 x
  * with an 80-row one on 151936 x 4096; 1.082 -> 1.030 on 128256 x 8192), so
  * the list is dense where the tile kernel runs. */
-static const int kBnList[] = {16, 32, 48, 64, 80, 96, 128, 160};
+static const int kBnList[] = {16, 32, 48, 64, 80, 96, 128, 144, 160};
 constexpr int kNumBn = (int)(sizeof(kBnList) / sizeof(kBnList[0]));
 
 template <int BN, bool BF16, bool FILT, bool EW> cudaError_t configure(int device)
@@ -773,7 +779,7 @@ extern "C" int64_t fs_hopper_rows_min_fast_hbm(int argmax, int64_t D)
     return D <= 3072 ? 65 : 81;
 }
 
-/* H200, the tile kernel with its epilogue warpgroup (128- and 160-row
+/* H200, the tile kernel with its epilogue warpgroup (128-, 144- and 160-row
  * blocks) against the rows kernel, each forced, in one process, single
  * launch on (bench/results/2026-11-29-h200-tile-ew-choice/, x cuBLAS's
  * matmul of the same run).  129-160 rows: the tile kernel is faster for
@@ -951,6 +957,7 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
     case 80: e = launch<80>(tw, H, is_bf16, D, rows, a, grid, device, stream); break;
     case 96: e = launch<96>(tw, H, is_bf16, D, rows, a, grid, device, stream); break;
     case 128: e = launch<128>(tw, H, is_bf16, D, rows, a, grid, device, stream); break;
+    case 144: e = launch<144>(tw, H, is_bf16, D, rows, a, grid, device, stream); break;
     default: e = launch<160>(tw, H, is_bf16, D, rows, a, grid, device, stream); break;
     }
     return (int)e;

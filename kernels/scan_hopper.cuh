@@ -102,8 +102,8 @@ typedef struct fs_hopper_opts {
                                  automatic (scan_hopper_rows.cu, rows_plan) */
     int w_stream;             /* enum fs_w_stream (the rows kernel: up to 128 rows) */
     int w_hint;               /* enum fs_w_hint (AUTO: by w_stream) */
-    int no_epi_wg;            /* tile kernel: 128- and 160-row blocks without filters push in
-                                 the MMA warpgroups, not in an epilogue warpgroup (A/B runs) */
+    int no_epi_wg;            /* tile kernel: 128-160-row blocks without filters push in the
+                                 MMA warpgroups, not in an epilogue warpgroup (A/B runs) */
     int argmax_only;          /* the rows are fs_draft_argmax's: only the max and its id are
                                  read (the rows kernel then skips the exponentials) */
     const fs_tail_args *tail; /* the op's end, run by the last CTA (op_tail.cuh); NULL: the

@@ -77,6 +77,11 @@ FSW_DEFINE(128, "m64n128k16",
                   ", " FSW_S7,
            "%64", "%65", "%66", FSW_C(0), FSW_C(1), FSW_C(2), FSW_C(3), FSW_C(4), FSW_C(5),
            FSW_C(6), FSW_C(7))
+FSW_DEFINE(144, "m64n144k16",
+           FSW_S0 ", " FSW_S1 ", " FSW_S2 ", " FSW_S3 ", " FSW_S4 ", " FSW_S5 ", " FSW_S6
+                  ", " FSW_S7 ", " FSW_S8,
+           "%72", "%73", "%74", FSW_C(0), FSW_C(1), FSW_C(2), FSW_C(3), FSW_C(4), FSW_C(5),
+           FSW_C(6), FSW_C(7), FSW_C(8))
 FSW_DEFINE(160, "m64n160k16",
            FSW_S0 ", " FSW_S1 ", " FSW_S2 ", " FSW_S3 ", " FSW_S4 ", " FSW_S5 ", " FSW_S6
                   ", " FSW_S7 ", " FSW_S8 ", " FSW_S9,

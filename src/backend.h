@@ -67,8 +67,8 @@ struct fs_context {
     int hopper_rows_early;   /* the default takes the rows kernel below 97 rows by op and
                                 hidden size (fs_hopper_rows_min_fast_hbm): an H200's */
     int hopper_no_multicast; /* the rows kernel runs without 2-CTA clusters */
-    int tile_no_epi_wg;      /* the tile kernel's 128- and 160-row blocks without the
-                                epilogue warpgroup */
+    int tile_no_epi_wg;      /* the tile kernel's 128-160-row blocks without the epilogue
+                                warpgroup */
     int hopper_odd_pairs;    /* the rows kernel pairs an odd count of row blocks */
     int hopper_row_block;    /* the rows kernel's rows per CTA (128 / 192); 0: automatic */
     int hopper_rows_ties_128; /* where 128 and 192 rows pad as many, the automatic row
