@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Four device calls on one H200; builds made off the device and carried
+# Five device calls on one H200; builds made off the device and carried
 # (bench/tools/carry_pack.sh /tmp/b-full; carry ["carry-bin", ".deps"]; in
 # call 4 also carry-bin/extra.txz: the mutants' test executables, built with
 # mutant_*.patch, and call 3's bench as bench_barred).  Calls 1-3 ran
 # earlier states of the change: calls 1 and 2 with a bar.arrive at
 # BAR_FULL, call 3 with bar.sync there and verify's layout OR taken by a
-# bar.red in the epilogue warpgroup (bench_barred); call 4 the committed
-# kernel.  Each call began:
+# bar.red in the epilogue warpgroup (bench_barred); call 4 the kernel
+# without the 144-row block (its bench carried to call 5 as bench_160),
+# call 5 the committed kernel.  Each call began:
 set -u
 bash bench/tools/carry_unpack.sh >/dev/null
 export LD_LIBRARY_PATH=/tmp/fs_deps/usr/lib/x86_64-linux-gnu:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64
@@ -81,4 +82,26 @@ for r in 1 2; do for v in old new; do
   w=1; [ $v = old ] && w=0
   FLASHSPEC_TILE_EPI_WG=$w timeout 60 $B/bench/tree_bench --shapes 151936x4096,128256x8192,262144x3072 \
     --requests 4,16 --nodes 8,31,39 --rounds 2 --reps 6 > $O/ab/tree_${v}_$r.txt 2>&1
+done; done
+
+# ---- call 5 (the committed kernel: the 144-row block added)
+O=/tmp/o5; mkdir -p $O/ab
+B=/tmp/b-full X=$B/bench/flashspec_bench F=/tmp/fsb
+S=compute-sanitizer; command -v $S >/dev/null || S=/usr/local/cuda/bin/compute-sanitizer
+san() { local out=$1; shift; timeout 200 "$@" > $O/$out 2>&1; echo "rc=$?" >> $O/$out; }
+(cd $B && timeout 300 ctest -L gpu -j4 --output-on-failure > $O/ctest_gpu.txt 2>&1; echo "rc=$?" >> $O/ctest_gpu.txt) &
+(cd $B/tests && export FS_GPU_TEST_SMALL=1
+ san san_memcheck_single.txt $S --tool memcheck --error-exitcode 1 ./test_gpu_single
+ san san_synccheck_single.txt $S --tool synccheck --error-exitcode 1 ./test_gpu_single
+ san san_initcheck_single.txt $S --tool initcheck --error-exitcode 1 ./test_gpu_single
+ FS_GPU_TEST_SMALL_ROWS=160 FLASHSPEC_HOPPER_ROWS_MIN=161 san san_memcheck_agree_tile160.txt $S --tool memcheck --error-exitcode 1 ./test_gpu_agree
+ FLASHSPEC_HOPPER_ROWS_MIN=161 san san_racecheck_ew.txt $S --tool racecheck --racecheck-report all --kernel-name kns=fsh_scan_kernel --error-exitcode 1 \
+   $X --shapes 20011x64 --rows 104,136,144,160 --requests 28,32 --ops sample,argmax,verify --rounds 1 --reps 1 --warmup 0) &
+wait
+OUT=$O/ab timeout 150 bash bench/tools/ab_rounds.sh -r 2 bn \
+  "--shapes 151936x4096,128256x8192,262144x3072,152064x5120 --rows 129,136,140,144,152,160 --requests 26,28 --ops sample,argmax,verify --rounds 2 --reps 10 --warmup 3" \
+  b160=$F/bench_160 b144=$X > $O/ab_bn.txt 2>&1
+for r in 1 2; do for v in 160 144; do
+  T=$B/bench/tree_bench; [ $v = 160 ] && T=$F/tree_160
+  timeout 40 $T --shapes 128256x8192,152064x5120 --requests 16 --nodes 8 --rounds 2 --reps 6 > $O/ab/tree_${v}_$r.txt 2>&1
 done; done
