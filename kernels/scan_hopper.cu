@@ -90,6 +90,14 @@ constexpr int BAR_FREE = 2, BAR_FULL = 3, BAR_EPI = 4;
 constexpr int LDS = BM;              /* epilogue buffer pitch (floats), XOR-swizzled */
 constexpr int MAX_STAGES = 12;
 
+/* Whether the plain kernels (filters, FLASHSPEC_TILE_EPI_WG=0) have row
+ * block bn: every one but 144, which only the EW kernels' runs measured
+ * (bench/results/2026-11-29-h200-tile-ew-choice/); they take 160 there. */
+constexpr bool plain_bn(int bn)
+{
+    return bn != 144;
+}
+
 template <int BN> struct Cfg {
     /* k-boxes (64 wide) per stage: two for narrow row blocks, so that each W
        row is read 256 contiguous bytes at a time (DRAM streams better than
@@ -116,8 +124,7 @@ template <int BN> struct Cfg {
     static_assert(BN % 8 == 0 && BN >= 16 && BN <= 256, "BN");
     static_assert(STAGES >= 2, "stages");
     static_assert(SMEM <= SMEM_MAX, "smem");
-    /* whole warps where a row's threads merge by shuffles */
-    static_assert(ACTIVE <= NCT && (ACTIVE % 32 == 0 || TPB == 1), "epilogue threads");
+    static_assert(!plain_bn(BN) || (ACTIVE <= NCT && ACTIVE % 32 == 0), "epilogue threads");
 };
 
 /* The epilogue warpgroup's rows: row r < EWT on thread r, every block of its
@@ -724,20 +731,25 @@ cudaError_t launch(const CUtensorMap &tw, const void *H, int is_bf16, int64_t D,
             return e != cudaSuccess ? e : cudaGetLastError();
         }
     }
-    if (is_bf16)
-        e = filt ? launch_one<BN, true, true>(tw, th, a, pc, device)
-                 : launch_one<BN, true, false>(tw, th, a, pc, device);
-    else
-        e = filt ? launch_one<BN, false, true>(tw, th, a, pc, device)
-                 : launch_one<BN, false, false>(tw, th, a, pc, device);
-    return e != cudaSuccess ? e : cudaGetLastError();
+    if constexpr (!plain_bn(BN)) {
+        return cudaErrorInvalidValue; /* pick_bn gives it to the EW kernels only */
+    } else {
+        if (is_bf16)
+            e = filt ? launch_one<BN, true, true>(tw, th, a, pc, device)
+                     : launch_one<BN, true, false>(tw, th, a, pc, device);
+        else
+            e = filt ? launch_one<BN, false, true>(tw, th, a, pc, device)
+                     : launch_one<BN, false, false>(tw, th, a, pc, device);
+        return e != cudaSuccess ? e : cudaGetLastError();
+    }
 }
 
-/* The smallest row block that holds `rows` (<= FS_HOPPER_TILE_MAX_ROWS). */
-int pick_bn(int64_t rows)
+/* The smallest row block that holds `rows` (<= FS_HOPPER_TILE_MAX_ROWS)
+ * and that the launch has a kernel for: ew, the EW kernels take it. */
+int pick_bn(int64_t rows, bool ew)
 {
     for (int i = 0; i < kNumBn; ++i)
-        if (kBnList[i] >= rows)
+        if (kBnList[i] >= rows && (ew || plain_bn(kBnList[i])))
             return kBnList[i];
     return kBnList[kNumBn - 1];
 }
@@ -932,7 +944,7 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
 
     if (tail && tail->single && opts->cands)
         return (int)cudaErrorInvalidValue; /* the filtered kernels have no single launch */
-    const int bn = pick_bn(rows);
+    const int bn = pick_bn(rows, !(opts && (opts->no_epi_wg || opts->cands)));
     Args a;
     fill_scan_args(a, descs, logit_bias, allowed, recs, rows, V_local, vocab_offset, global_vocab,
                    D, tail); /* kblocks: per 64-wide box; launch() makes it per stage */
