@@ -327,17 +327,24 @@ __device__ __forceinline__ void stage_tile(float *epi, const float (&acc)[BN / 2
  * descriptors) are written: a grid barrier, then CTA 0 ends the op (single
  * 1) or every CTA merges rows as the merge and finalize kernels would (2).
  * `threads` threads (tid 0 .. threads - 1, bar 1) run it; the block's other
- * threads call single_launch_wait. */
+ * threads call single_launch_wait.  probe: the plain kernel's timing probe
+ * of CTA 0's end (FS_PROBE_TAIL builds), or NULL.  Both kernels pass their
+ * NCT consumer threads, the merge kernel's count and so its order. */
+static_assert(NCT == FS_MERGE_THREADS, "the merge kernel's order");
 __device__ __forceinline__ void single_launch_end(const Args &a, unsigned char *smem,
-                                                  int stage_bytes, int tid, int threads)
+                                                  int stage_bytes, int tid, int threads,
+                                                  fs_probe_tail *probe)
 {
     __threadfence();
     cooperative_groups::this_grid().sync();
+    const unsigned long long t_sync = probe ? probe->now() : 0ull;
     fs_record *scratch = reinterpret_cast<fs_record *>(smem); /* the stages: all consumed */
     if (a.tail.single == 1) {
         if (blockIdx.x == 0)
             fs_op_tail_run(a.tail, a.recs, a.n_recs, a.rows, a.descs, tid, threads, 1, scratch,
                            stage_bytes / (int)sizeof(fs_record));
+        if (probe)
+            probe->at_end(tid, t_sync, (long long)a.rows, (int)a.tail.op);
     } else {
         fs_op_tail_grid(a.tail, a.recs, a.n_recs, a.rows, a.descs, tid, threads, 1, scratch);
     }
@@ -359,8 +366,7 @@ __device__ __forceinline__ void single_launch_wait(const Args &a)
  * warpgroups longer than the pushes of the tile before.  (A bar.arrive at
  * BAR_FULL orders the stores as well, by PTX, but compute-sanitizer's
  * racecheck reports every staged value as a race then.)  In a single
- * launch they end the op, as the plain kernel's consumers do
- * (FS_MERGE_THREADS threads: the merge kernel's order). */
+ * launch they end the op, as the plain kernel's consumers do. */
 template <int BN, bool BF16>
 __device__ __forceinline__ void ew_mma(const Args &a, uint32_t sW, uint32_t sH, uint32_t sBar,
                                        float *epi, unsigned char *smem)
@@ -379,9 +385,8 @@ __device__ __forceinline__ void ew_mma(const Args &a, uint32_t sW, uint32_t sH, 
         stage_tile<BN>(epi, acc, ct);
         fs_named_bar(BAR_FULL, NCT + EWT);
     }
-    static_assert(NCT == FS_MERGE_THREADS, "the merge kernel's order");
     if (a.tail.single)
-        single_launch_end(a, smem, C::STAGES * C::STAGE_BYTES, ct, NCT);
+        single_launch_end(a, smem, C::STAGES * C::STAGE_BYTES, ct, NCT, nullptr);
 }
 
 /* EW: the epilogue warpgroup (threads NCT .. NCT + EWT - 1), rows by
@@ -636,21 +641,10 @@ __global__ void __launch_bounds__(EW ? THREADS_EW : THREADS, 1)
     }
     probe.at_done(ct);
     if (!FILT && a.tail.single) {
-        /* every CTA's records (and CTA 0's descriptors) written and visible;
-           then the op ends as the last-CTA tail (single 1) or as the merge
-           and finalize kernels (2) would end it */
-        __threadfence();
-        cooperative_groups::this_grid().sync();
-        const unsigned long long t_sync = probe.now();
-        fs_record *scratch = reinterpret_cast<fs_record *>(smem); /* the stages: all consumed */
-        if (a.tail.single == 1) {
-            if (blockIdx.x == 0)
-                fs_op_tail_run(a.tail, a.recs, a.n_recs, a.rows, a.descs, ct, NCT, 1, scratch,
-                               (C::STAGES * C::STAGE_BYTES) / (int)sizeof(fs_record));
-            probe.at_end(ct, t_sync, (long long)a.rows, (int)a.tail.op);
-        } else {
-            fs_op_tail_grid(a.tail, a.recs, a.n_recs, a.rows, a.descs, ct, NCT, 1, scratch);
-        }
+        /* every CTA's records (and CTA 0's descriptors) written; the op
+           ends as the last-CTA tail (single 1) or as the merge and
+           finalize kernels (2) would end it */
+        single_launch_end(a, smem, C::STAGES * C::STAGE_BYTES, ct, NCT, &probe);
     } else if (a.tail_on) {
         fs_op_tail(a.tail, a.recs, a.n_recs, a.rows, a.descs, ct, NCT, 1, tail_flag,
                    reinterpret_cast<fs_record *>(smem), /* the stages: all consumed */
