@@ -77,13 +77,9 @@ constexpr int THREADS = NCT + 32;    /* + the producer warp */
 /* The epilogue warpgroup (EW kernels: 128-, 144- and 160-row blocks, no
  * filters): EWT more threads push the staged tile's noise blocks while the
  * two MMA warpgroups run the next tile's wgmmas.  Named barriers, each a
- * bar.sync of all NCT + EWT threads: BAR_FREE (the epilogue is done with
- * the staged tile), BAR_FULL (the MMA warpgroups staged the next); BAR_EPI
- * the epilogue warpgroup alone.  The two sides reach BAR_FREE and BAR_FULL
- * at different bar.sync instructions, which PTX's .aligned (bar.sync is
- * barrier.sync.aligned) does not allow and compute-sanitizer's synccheck
- * reports; every warp is converged there, and the tests and the other
- * sanitizers pass (bench/results/2026-11-29-h200-tile-ew-choice/). */
+ * barrier.sync (ew_bar) of all NCT + EWT threads: BAR_FREE (the epilogue
+ * is done with the staged tile), BAR_FULL (the MMA warpgroups staged the
+ * next); BAR_EPI the epilogue warpgroup alone. */
 constexpr int EWT = 128;
 constexpr int THREADS_EW = NCT + EWT + 32; /* MMA, epilogue, the producer warp */
 constexpr int BAR_FREE = 2, BAR_FULL = 3, BAR_EPI = 4;
@@ -165,6 +161,15 @@ struct Args {
 };
 
 #if FSH_SM90A
+
+/* barrier.sync without .aligned: BAR_FREE and BAR_FULL are reached at
+ * different instructions by the MMA and the epilogue warpgroups, which
+ * bar.sync (barrier.sync.aligned) does not allow -- compute-sanitizer's
+ * synccheck reports it as divergent threads. */
+__device__ __forceinline__ void ew_bar(int id)
+{
+    asm volatile("barrier.sync %0, %1;\n" ::"r"(id), "n"(NCT + EWT) : "memory");
+}
 
 __device__ __forceinline__ void consumer_bar()
 {
@@ -381,9 +386,9 @@ __device__ __forceinline__ void ew_mma(const Args &a, uint32_t sW, uint32_t sH, 
     uint32_t ph = 0;
     for (int vt = blockIdx.x; vt < a.n_items; vt += gridDim.x) {
         mma_tile<BN, BF16>(acc, sW, sH, sBar, a.kblocks, ct >> 7, ct & 31, s, ph, [](int) {});
-        fs_named_bar(BAR_FREE, NCT + EWT);
+        ew_bar(BAR_FREE);
         stage_tile<BN>(epi, acc, ct);
-        fs_named_bar(BAR_FULL, NCT + EWT);
+        ew_bar(BAR_FULL);
     }
     if (a.tail.single)
         single_launch_end(a, smem, C::STAGES * C::STAGE_BYTES, ct, NCT, nullptr);
@@ -428,8 +433,8 @@ __device__ __forceinline__ void ew_epilogue(const Args &a, const float *epi, uns
         fs_scan_prep_store(a.tail, layout, a.rows, a.global_vocab, ct, EWT);
     const int x0 = X::UX * (ct % X::TPX); /* first block of the shared row */
     for (int vt = blockIdx.x; vt < a.n_items; vt += gridDim.x) {
-        fs_named_bar(BAR_FREE, NCT + EWT); /* done with the tile before */
-        fs_named_bar(BAR_FULL, NCT + EWT);
+        ew_bar(BAR_FREE); /* done with the tile before */
+        ew_bar(BAR_FULL);
         es[0].v0 = (int64_t)vt * BM;
         if (es[0].scan)
             for (int f = 0; f < C::NBLK; ++f)

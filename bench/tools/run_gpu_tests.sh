@@ -186,9 +186,10 @@ done
 # by the producer; 300: three blocks unclustered; 450-460: four blocks in two
 # clusters; racecheck ~90 s on an H100), then at up to 200 rows with 192-row
 # CTAs for every row count (2-CTA clusters of them at 193-200 rows), then at
-# up to 160 rows on the tile kernel (its epilogue warpgroup from 97 rows)
+# up to 160 rows on the tile kernel (its epilogue warpgroup from 97 rows),
+# and synccheck there (the epilogue warpgroup's barriers)
 for run in "memcheck 128" "racecheck 128" "memcheck 192" "racecheck 192" \
-  "memcheck tile" "racecheck tile"; do
+  "memcheck tile" "racecheck tile" "synccheck tile"; do
   read -r tool rb <<<"$run"
   small_rows=460 suffix="" renv=()
   if [ "$rb" = 192 ]; then
