@@ -149,6 +149,9 @@ extern "C" fs_status fs_cuda_context_init(fs_context *ctx, int device_ordinal)
        push their noise blocks in the MMA warpgroups, without the epilogue
        warpgroup (A/B runs) */
     ctx->tile_no_epi_wg = env_count("FLASHSPEC_TILE_EPI_WG", 1) == 0;
+    /* FLASHSPEC_TILE_PAIRS_MIN=n: the tile kernel's pairs take n-320 rows (0:
+       none; tests and A/B runs); unset: by the chip (cuda_ops.cu) */
+    ctx->tile_pairs_min = env_count("FLASHSPEC_TILE_PAIRS_MIN", -1);
     /* FLASHSPEC_HOPPER_ODD_PAIRS=0: an odd count (3+) of the rows kernel's
        row blocks runs unclustered instead of pairing all but its last block,
        and a single 192-row block unclustered instead of in pairs that share

@@ -257,6 +257,13 @@ static fs_hopper_opts hopper_opts(const fs_context *ctx, const fs_op_args *a)
     }
     o.no_multicast = ctx->hopper_no_multicast;
     o.no_epi_wg = ctx->tile_no_epi_wg;
+    /* pairs where the rows kernel's choice is automatic, or as set */
+    o.tile_pairs_min = ctx->tile_pairs_min >= 0 ? ctx->tile_pairs_min
+                       : ctx->hopper_rows_min || ctx->tile_no_epi_wg
+                           ? 0
+                           : fs_hopper_pairs_min(a->op == FS_OP_ARGMAX,
+                                                 a->op == FS_OP_VERIFY_TREE, a->head->hidden_dim,
+                                                 ctx->hopper_rows_early);
     o.odd_pairs = ctx->hopper_odd_pairs;
     o.row_block = ctx->hopper_row_block;
     o.ties_128 = ctx->hopper_rows_ties_128;
@@ -276,7 +283,8 @@ static bool single_launch(const fs_context *ctx, const fs_op_args *a, bool filte
     if (!ctx->single_launch || filters || sharded || !hopper_can(ctx, a))
         return false;
     const fs_hopper_opts o = hopper_opts(ctx, a);
-    return fs_hopper_kernel_for(a->rows, &o) == FS_HOPPER_TILE;
+    return a->rows <= FS_HOPPER_TILE_MAX_ROWS && /* pairs: no single launch */
+           fs_hopper_kernel_for(a->rows, &o) == FS_HOPPER_TILE;
 }
 
 cudaError_t fs_launch_fused_scan(fs_context *ctx, const fs_op_args *a, fs_scan_args *s,

@@ -131,6 +131,22 @@ static __device__ __forceinline__ void tma_load_w(uint32_t dst, const CUtensorMa
         tma_load_2d(dst, map, c0, c1, bar, pol);
 }
 
+/* tma_load_w's load delivered to the CTAs of cta_mask (tma_load_2d_multicast). */
+static __device__ __forceinline__ void tma_load_w_multicast(uint32_t dst, const CUtensorMap *map,
+                                                            int c0, int c1, uint32_t bar,
+                                                            uint16_t cta_mask, int hint,
+                                                            uint64_t pol)
+{
+    if (hint == 0)
+        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                     ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
+                     "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar),
+                     "h"(cta_mask)
+                     : "memory");
+    else
+        tma_load_2d_multicast(dst, map, c0, c1, bar, cta_mask, pol);
+}
+
 /* Arrive on the barrier at local address bar in cluster CTA `rank`.  Default
  * (.release.cta) semantics, as for a local arrive: what it orders is this
  * warp's wgmma reads of the stage, already complete (wgmma.wait_group); a

@@ -1,4 +1,4 @@
-/* Hopper (sm_90a) fused LM-head scan for up to 160 rows.
+/* Hopper (sm_90a) fused LM-head scan for up to 160 rows, 320 in pairs.
  *
  *   logits^T = W . H^T, vocabulary = wgmma M, rows = wgmma N, K = D.
  *
@@ -40,9 +40,16 @@
  *              after which CTA 0 ends the op (up to tail_rows_max rows) or
  *              every CTA merges rows as the merge kernel would.
  *
- *   Rows past 160 go to the rows-as-M kernel (scan_hopper_rows.cu).  The
- *   measured alternatives (cluster / TMA-multicast variants of this kernel,
- *   slower) are in docs/DESIGN.md.
+ *   pairs      161-320 rows of unfiltered ops (where use_pairs takes them): the
+ *              EW kernel in 2-CTA clusters, each CTA half the rows (rank 0
+ *              the first BN), both on the same vocabulary tiles; each loads
+ *              half of every W box for both (TMA multicast) and its own H,
+ *              and a stage is refilled once both CTAs' MMA warps released
+ *              it.  One record per (row, cluster).  No single launch.
+ *
+ *   Other rows go to the rows-as-M kernel (scan_hopper_rows.cu).  The
+ *   measured alternatives (cluster / TMA-multicast variants of this kernel
+ *   that split the vocabulary, slower) are in docs/DESIGN.md.
  *
  * Records: pushes and merges by the shared record.h functions (the same as
  * every other backend).  Which token wins is order-independent; sum_exp
@@ -162,6 +169,18 @@ struct Args {
 
 #if FSH_SM90A
 
+/* The CTA's first vocabulary tile and the stride of its tiles: a pair
+ * (2-CTA cluster, blockIdx.x 2 c and 2 c + 1) scans the tiles of slot c
+ * together, one half of the rows each; its records are (row, slot). */
+template <bool PAIR> __device__ __forceinline__ int tile_slot()
+{
+    return PAIR ? (int)(blockIdx.x >> 1) : (int)blockIdx.x;
+}
+template <bool PAIR> __device__ __forceinline__ int tile_slots()
+{
+    return PAIR ? (int)(gridDim.x >> 1) : (int)gridDim.x;
+}
+
 /* barrier.sync without .aligned: BAR_FREE and BAR_FULL are reached at
  * different instructions by the MMA and the epilogue warpgroups, which
  * bar.sync (barrier.sync.aligned) does not allow -- compute-sanitizer's
@@ -273,7 +292,7 @@ __device__ __forceinline__ void epi_blocks(Epi &e, const float *epi, int rr, int
  * kb's issue: the plain kernel pushes the previous tile's blocks there.  On
  * return acc holds the tile and the tile's stages are all released; s and
  * ph (the next stage and its phase) carry over to the next tile. */
-template <int BN, bool BF16, class Between>
+template <int BN, bool BF16, bool PAIR = false, class Between>
 __device__ __forceinline__ void mma_tile(float (&acc)[BN / 2], uint32_t sW, uint32_t sH,
                                          uint32_t sBar, int KB, int wg, int lane, int &s,
                                          uint32_t &ph, Between &&between)
@@ -296,8 +315,14 @@ __device__ __forceinline__ void mma_tile(float (&acc)[BN / 2], uint32_t sW, uint
         __syncwarp();
         wg_wait<1>();
         fence_acc(acc);
-        if (kb > 0 && lane == 0)
+        if (kb > 0 && lane == 0) {
             mbar_arrive(sBar + 8u * (uint32_t)(C::STAGES + prev_s)); /* empty */
+            /* a pair's stage is refilled (multicast) once both CTAs' warps
+               are past it: each warp releases it in its peer too */
+            if (PAIR)
+                mbar_arrive_cluster(sBar + 8u * (uint32_t)(C::STAGES + prev_s),
+                                    (blockIdx.x & 1u) ^ 1u);
+        }
         prev_s = s;
         if (++s == C::STAGES) {
             s = 0;
@@ -306,8 +331,11 @@ __device__ __forceinline__ void mma_tile(float (&acc)[BN / 2], uint32_t sW, uint
     }
     wg_wait<0>();
     fence_acc(acc);
-    if (lane == 0)
+    if (lane == 0) {
         mbar_arrive(sBar + 8u * (uint32_t)(C::STAGES + prev_s));
+        if (PAIR)
+            mbar_arrive_cluster(sBar + 8u * (uint32_t)(C::STAGES + prev_s), (blockIdx.x & 1u) ^ 1u);
+    }
 }
 
 /* The accumulators of consumer thread ct (0 .. NCT - 1) to the epilogue
@@ -372,7 +400,7 @@ __device__ __forceinline__ void single_launch_wait(const Args &a)
  * BAR_FULL orders the stores as well, by PTX, but compute-sanitizer's
  * racecheck reports every staged value as a race then.)  In a single
  * launch they end the op, as the plain kernel's consumers do. */
-template <int BN, bool BF16>
+template <int BN, bool BF16, bool PAIR>
 __device__ __forceinline__ void ew_mma(const Args &a, uint32_t sW, uint32_t sH, uint32_t sBar,
                                        float *epi, unsigned char *smem)
 {
@@ -384,8 +412,9 @@ __device__ __forceinline__ void ew_mma(const Args &a, uint32_t sW, uint32_t sH, 
         acc[i] = 0.0f;
     int s = 0;
     uint32_t ph = 0;
-    for (int vt = blockIdx.x; vt < a.n_items; vt += gridDim.x) {
-        mma_tile<BN, BF16>(acc, sW, sH, sBar, a.kblocks, ct >> 7, ct & 31, s, ph, [](int) {});
+    for (int vt = tile_slot<PAIR>(); vt < a.n_items; vt += tile_slots<PAIR>()) {
+        mma_tile<BN, BF16, PAIR>(acc, sW, sH, sBar, a.kblocks, ct >> 7, ct & 31, s, ph,
+                                 [](int) {});
         ew_bar(BAR_FREE);
         stage_tile<BN>(epi, acc, ct);
         ew_bar(BAR_FULL);
@@ -395,9 +424,10 @@ __device__ __forceinline__ void ew_mma(const Args &a, uint32_t sW, uint32_t sH, 
 }
 
 /* EW: the epilogue warpgroup (threads NCT .. NCT + EWT - 1), rows by
- * EwCfg.  It builds the descriptors in a single launch (CTA 0 stores them),
- * pushes every staged tile, and writes the (row, CTA) records. */
-template <int BN>
+ * EwCfg (in a pair, of its CTA's half: rows rank * BN ..).  It builds the
+ * descriptors in a single launch (CTA 0 stores them), pushes every staged
+ * tile, and writes the (row, slot) records. */
+template <int BN, bool PAIR>
 __device__ __forceinline__ void ew_epilogue(const Args &a, const float *epi, unsigned char *smem,
                                             unsigned int *tail_flag)
 {
@@ -413,12 +443,15 @@ __device__ __forceinline__ void ew_epilogue(const Args &a, const float *epi, uns
        without */
     const int32_t layout = a.tail.single ? fs_scan_prep_layout(a.tail, a.rows, 0, 1, 0) : FS_ROW_OK;
     Epi es[X::NS];
+    int lr[X::NS]; /* the rows in the buffer */
+    const int64_t r0 = PAIR ? (int64_t)(blockIdx.x & 1u) * BN : 0;
 #pragma unroll
     for (int k = 0; k < X::NS; ++k) {
         Epi &e = es[k];
         fs_record_init(&e.rec);
         fs_cand_init(&e.cl);
-        e.row = k == 0 ? ct : EWT + ct / X::TPX;
+        lr[k] = k == 0 ? ct : EWT + ct / X::TPX;
+        e.row = r0 + lr[k];
         e.v0 = 0;
         e.d.flags = 0;
         const bool row_ok = e.row < a.rows;
@@ -432,19 +465,19 @@ __device__ __forceinline__ void ew_epilogue(const Args &a, const float *epi, uns
     if (a.tail.single && blockIdx.x == 0)
         fs_scan_prep_store(a.tail, layout, a.rows, a.global_vocab, ct, EWT);
     const int x0 = X::UX * (ct % X::TPX); /* first block of the shared row */
-    for (int vt = blockIdx.x; vt < a.n_items; vt += gridDim.x) {
+    for (int vt = tile_slot<PAIR>(); vt < a.n_items; vt += tile_slots<PAIR>()) {
         ew_bar(BAR_FREE); /* done with the tile before */
         ew_bar(BAR_FULL);
         es[0].v0 = (int64_t)vt * BM;
         if (es[0].scan)
             for (int f = 0; f < C::NBLK; ++f)
-                epi_block<false>(es[0], epi, (int)es[0].row, f, a);
+                epi_block<false>(es[0], epi, lr[0], f, a);
         if constexpr (X::NS == 2) {
             es[1].v0 = (int64_t)vt * BM;
             if (es[1].scan)
 #pragma unroll
                 for (int f = 0; f < X::UX; ++f)
-                    epi_block<false>(es[1], epi, (int)es[1].row, x0 + f, a);
+                    epi_block<false>(es[1], epi, lr[1], x0 + f, a);
         }
     }
     if constexpr (X::NS == 2) { /* the TPX threads of a shared row: adjacent lanes */
@@ -457,7 +490,7 @@ __device__ __forceinline__ void ew_epilogue(const Args &a, const float *epi, uns
 #pragma unroll
     for (int k = 0; k < X::NS; ++k)
         if (es[k].write)
-            a.recs[es[k].row * a.n_recs + blockIdx.x] = es[k].rec;
+            a.recs[es[k].row * a.n_recs + tile_slot<PAIR>()] = es[k].rec;
     if (a.tail.single) {
         __threadfence(); /* the records, CTA 0's descriptors */
         single_launch_wait(a);
@@ -467,13 +500,14 @@ __device__ __forceinline__ void ew_epilogue(const Args &a, const float *epi, uns
                    (C::STAGES * C::STAGE_BYTES) / (int)sizeof(fs_record));
 }
 
-template <int BN, bool BF16, bool FILT, bool EW>
+template <int BN, bool BF16, bool FILT, bool EW, bool PAIR>
 __global__ void __launch_bounds__(EW ? THREADS_EW : THREADS, 1)
     fsh_scan_kernel(const __grid_constant__ CUtensorMap tmw, const __grid_constant__ CUtensorMap tmh,
                     const Args a)
 {
     using C = Cfg<BN>;
     static_assert(!EW || (BN > 96 && !FILT), "EW: 128-160-row blocks, no filters");
+    static_assert(!PAIR || EW, "pairs: the EW kernels");
     constexpr int PW = EW ? (NCT + EWT) / 32 : NCW; /* the producer warp */
     extern __shared__ unsigned char smem_raw[];
     unsigned char *smem = smem_align_1024(smem_raw);
@@ -491,12 +525,17 @@ __global__ void __launch_bounds__(EW ? THREADS_EW : THREADS, 1)
     if (threadIdx.x == PW * 32) {
         for (int s = 0; s < C::STAGES; ++s) {
             mbar_init(FSH_FULL(s), 1);
-            mbar_init(FSH_EMPTY(s), NCW);
+            mbar_init(FSH_EMPTY(s), NCW * (PAIR ? 2 : 1)); /* a pair: both CTAs' warps */
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
-    __syncthreads();
+    /* a pair: the peer's barriers exist before a multicast or an arrive reaches them */
+    if (PAIR)
+        cluster_sync();
+    else
+        __syncthreads();
     const int KB = a.kblocks;
+    const int rank = PAIR ? (int)(blockIdx.x & 1u) : 0;
 
     if (warp == PW) {
         /* ---------------- producer: one thread issues every TMA ---------- */
@@ -517,17 +556,26 @@ __global__ void __launch_bounds__(EW ? THREADS_EW : THREADS, 1)
             const uint64_t pol_h = policy_evict_last();
             int s = 0;
             uint32_t ph = 0;
-            for (int vt = blockIdx.x; vt < a.n_items; vt += gridDim.x) {
+            for (int vt = tile_slot<PAIR>(); vt < a.n_items; vt += tile_slots<PAIR>()) {
                 for (int kb = 0; kb < KB; ++kb) {
                     mbar_wait(FSH_EMPTY(s), ph ^ 1u);
                     mbar_expect_tx(FSH_FULL(s), (uint32_t)a.stage_tx);
 #pragma unroll
                     for (int h = 0; h < C::KS; ++h) {
                         const int k = (kb * C::KS + h) * BK; /* past D: zero fill */
-                        tma_load_w(sW + s * C::W_BYTES + h * C::WBOX, &tmw, k, vt * BM,
-                                   FSH_FULL(s), a.w_hint, pol_w);
-                        tma_load_2d(sH + s * C::H_BYTES + h * C::HBOX, &tmh, k, 0, FSH_FULL(s),
-                                    pol_h);
+                        if (PAIR) {
+                            /* each CTA loads half the W tile for both (tmw's
+                               boxes are BM / 2 tokens), and its own rows' H */
+                            constexpr int HALF = C::WBOX / 2;
+                            tma_load_w_multicast(sW + s * C::W_BYTES + h * C::WBOX + rank * HALF,
+                                                 &tmw, k, vt * BM + rank * (BM / 2), FSH_FULL(s),
+                                                 (uint16_t)3u, a.w_hint, pol_w);
+                        } else {
+                            tma_load_w(sW + s * C::W_BYTES + h * C::WBOX, &tmw, k, vt * BM,
+                                       FSH_FULL(s), a.w_hint, pol_w);
+                        }
+                        tma_load_2d(sH + s * C::H_BYTES + h * C::HBOX, &tmh, k, rank * BN,
+                                    FSH_FULL(s), pol_h);
                     }
                     if (++s == C::STAGES) {
                         s = 0;
@@ -542,14 +590,20 @@ __global__ void __launch_bounds__(EW ? THREADS_EW : THREADS, 1)
             __syncwarp();
             single_launch_wait(a);
         }
+        if (PAIR) { /* no CTA leaves while its peer may still arrive on its barriers */
+            __syncwarp();
+            cluster_sync();
+        }
         return;
     }
 
     if constexpr (EW) {
         if (warp < NCW)
-            ew_mma<BN, BF16>(a, sW, sH, sBar, epi, smem);
+            ew_mma<BN, BF16, PAIR>(a, sW, sH, sBar, epi, smem);
         else
-            ew_epilogue<BN>(a, epi, smem, tail_flag);
+            ew_epilogue<BN, PAIR>(a, epi, smem, tail_flag);
+        if (PAIR)
+            cluster_sync();
         return;
     }
 
@@ -661,7 +715,7 @@ __global__ void __launch_bounds__(EW ? THREADS_EW : THREADS, 1)
 
 #else /* not sm_90a: the kernel exists (for the host stub) but is empty */
 
-template <int BN, bool BF16, bool FILT, bool EW>
+template <int BN, bool BF16, bool FILT, bool EW, bool PAIR>
 __global__ void __launch_bounds__(EW ? THREADS_EW : THREADS, 1)
     fsh_scan_kernel(const __grid_constant__ CUtensorMap tmw, const __grid_constant__ CUtensorMap tmh,
                     const Args a)
@@ -679,32 +733,63 @@ __global__ void __launch_bounds__(EW ? THREADS_EW : THREADS, 1)
 static const int kBnList[] = {16, 32, 48, 64, 80, 96, 128, 144, 160};
 constexpr int kNumBn = (int)(sizeof(kBnList) / sizeof(kBnList[0]));
 
-template <int BN, bool BF16, bool FILT, bool EW> cudaError_t configure(int device)
+template <int BN, bool BF16, bool FILT, bool EW, bool PAIR> cudaError_t configure(int device)
 {
     static unsigned long long done = 0;
-    return set_smem_once(reinterpret_cast<const void *>(fsh_scan_kernel<BN, BF16, FILT, EW>),
+    return set_smem_once(reinterpret_cast<const void *>(fsh_scan_kernel<BN, BF16, FILT, EW, PAIR>),
                          Cfg<BN>::SMEM, &done, device);
 }
 
-template <int BN, bool BF16, bool FILT, bool EW = false>
+template <int BN, bool BF16, bool FILT, bool EW = false, bool PAIR = false>
 cudaError_t launch_one(const CUtensorMap &tw, const CUtensorMap &th, const Args &a,
                        const fs_pdl_config &pc, int device)
 {
-    cudaError_t e = configure<BN, BF16, FILT, EW>(device);
+    cudaError_t e = configure<BN, BF16, FILT, EW, PAIR>(device);
     if (e == cudaSuccess)
-        e = cudaLaunchKernelEx(&pc.cfg, fsh_scan_kernel<BN, BF16, FILT, EW>, tw, th, a);
+        e = cudaLaunchKernelEx(&pc.cfg, fsh_scan_kernel<BN, BF16, FILT, EW, PAIR>, tw, th, a);
     return e;
 }
 
+/* 2-CTA clusters of the pairs' kernel for row block BN the current device
+ * holds at once (0: unknown), asked once per device and block: a cluster
+ * that does not fit would wait for a second wave. */
+template <int BN> int pair_clusters()
+{
+    static int known[64]; /* count + 1 once asked */
+    int device = 0, n = 0;
+    if (cudaGetDevice(&device) != cudaSuccess)
+        return 0;
+    if (device < 64) {
+        const int k = __atomic_load_n(&known[device], __ATOMIC_ACQUIRE);
+        if (k > 0)
+            return k - 1;
+    }
+    if (configure<BN, true, false, true, true>(device) != cudaSuccess)
+        return 0;
+    fs_pdl_config pc(dim3(2), dim3(THREADS_EW), Cfg<BN>::SMEM, nullptr, false);
+    pc.cluster_x(2);
+    if (cudaOccupancyMaxActiveClusters(&n, fsh_scan_kernel<BN, true, false, true, true>, &pc.cfg) !=
+        cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    if (device < 64)
+        __atomic_store_n(&known[device], n + 1, __ATOMIC_RELEASE);
+    return n;
+}
+
+/* tw: W in boxes of BM tokens, or BM / 2 for pairs (slots: the grid's
+ * clusters). */
 template <int BN>
 cudaError_t launch(const CUtensorMap &tw, const void *H, int is_bf16, int64_t D, int64_t rows,
-                   const Args &a0, int grid, int device, cudaStream_t stream)
+                   const Args &a0, int grid, bool pair, int device, cudaStream_t stream)
 {
     CUtensorMap th;
     /* an H box of the live rows only: a box reaching past H's last row (15
        of 16 rows at 1 row) made 1-4-row calls 3-5 us slower than 16-row
        ones; the rows past it keep whatever the stage held, and their
-       accumulators are never read (their rows are not scanned) */
+       accumulators are never read (their rows are not scanned).  A pair's
+       second half may reach past it: the TMA fills zeros there */
     const int hb = rows < BN ? (int)rows : BN;
     cudaError_t e = make_map(&th, H, is_bf16, D, rows, hb);
     if (e != cudaSuccess)
@@ -719,11 +804,19 @@ cudaError_t launch(const CUtensorMap &tw, const void *H, int is_bf16, int64_t D,
        an SM, fs_hopper_records_per_row) */
     const bool filt = a.cands != nullptr;
     const bool ew = BN > 96 && !filt && a.epi_wg;
-    fs_pdl_config pc(dim3((unsigned)grid), dim3(ew ? THREADS_EW : THREADS), Cfg<BN>::SMEM, stream,
-                     !a0.tail.single);
+    if (pair && (!ew || a0.tail.single))
+        return cudaErrorInvalidValue; /* pairs: the EW kernels, no single launch */
+    fs_pdl_config pc(dim3((unsigned)(pair ? 2 * grid : grid)), dim3(ew ? THREADS_EW : THREADS),
+                     Cfg<BN>::SMEM, stream, !a0.tail.single);
     if (a0.tail.single)
         pc.cooperative();
     if constexpr (BN > 96) {
+        if (pair) {
+            pc.cluster_x(2);
+            e = is_bf16 ? launch_one<BN, true, false, true, true>(tw, th, a, pc, device)
+                        : launch_one<BN, false, false, true, true>(tw, th, a, pc, device);
+            return e != cudaSuccess ? e : cudaGetLastError();
+        }
         if (ew) {
             e = is_bf16 ? launch_one<BN, true, false, true>(tw, th, a, pc, device)
                         : launch_one<BN, false, false, true>(tw, th, a, pc, device);
@@ -756,6 +849,27 @@ int pick_bn(int64_t rows, bool ew)
 int64_t num_tiles(int64_t V_local)
 {
     return (V_local + BM - 1) / BM;
+}
+
+int pair_bn(int64_t rows)
+{
+    const int64_t half = (rows + 1) / 2;
+    return half <= 128 ? 128 : half <= 144 ? 144 : 160;
+}
+
+int pair_slots(int bn)
+{
+    return bn == 128 ? pair_clusters<128>() : bn == 144 ? pair_clusters<144>() : pair_clusters<160>();
+}
+
+/* Pairs: FS_HOPPER_TILE_MAX_ROWS + 1 up to twice that many rows, in two
+ * halves of the smallest EW block that holds half of them (rank 0 the
+ * first BN rows). */
+bool use_pairs(int64_t rows, const fs_hopper_opts *opts)
+{
+    return rows > FS_HOPPER_TILE_MAX_ROWS && rows <= 2 * FS_HOPPER_TILE_MAX_ROWS && opts &&
+           opts->tile_pairs_min > 0 && rows >= opts->tile_pairs_min && !opts->no_epi_wg &&
+           !opts->cands && opts->kernel != FS_HOPPER_ROWS && pair_slots(pair_bn(rows)) > 0;
 }
 
 } // namespace fsh
@@ -815,6 +929,24 @@ extern "C" int64_t fs_hopper_rows_max_fast_hbm(int tree, int64_t D)
     return tree ? 0 : 96;
 }
 
+/* H200, the pairs against the rows kernel in one process, 176-320 rows on
+ * four shapes (bench/results/2026-11-29-h200-tile-pairs/): from 257 rows,
+ * where the rows kernel runs three 128-row blocks (or 192-row pairs), the
+ * pairs are 5-22% faster for sample, draft argmax and verify on all four
+ * (sample of 320 rows on 151936 x 4096 0.85-0.94 -> 0.75 ms, verify of 52
+ * requests there 0.75-0.78 -> 0.62); at 176-256 rows, whose halves the
+ * 128-row block pads, 2-50% slower.  Tree verify of 320 rows: 13% faster on
+ * 128256 x 8192, 3-7% on 151936 x 4096, 6-19% slower on 262144 x 3072 --
+ * trees where D > 5120, as in fs_hopper_rows_max_fast_hbm.  An H100 is not
+ * measured: the rows kernel keeps it. */
+extern "C" int64_t fs_hopper_pairs_min(int argmax, int tree, int64_t D, int fast_hbm)
+{
+    (void)argmax;
+    if (!fast_hbm || (tree && D <= 5120))
+        return 0;
+    return 2 * 128 + 1;
+}
+
 /* Measured on H100 (A/B runs of each kernel forced, both shapes; the
  * commits that set these limits carry the figures): the tile kernel is
  * faster up to 96 rows; at 97-128 rows the rows kernel (one row block, half
@@ -830,7 +962,7 @@ extern "C" int64_t fs_hopper_rows_max_fast_hbm(int tree, int64_t D)
 extern "C" int fs_hopper_kernel_for(int64_t rows, const fs_hopper_opts *opts)
 {
     if (rows > FS_HOPPER_TILE_MAX_ROWS)
-        return FS_HOPPER_ROWS;
+        return fsh::use_pairs(rows, opts) ? FS_HOPPER_TILE : FS_HOPPER_ROWS;
     if (opts && opts->kernel == FS_HOPPER_TILE)
         return FS_HOPPER_TILE;
     if (opts && opts->kernel == FS_HOPPER_ROWS)
@@ -890,7 +1022,10 @@ extern "C" int64_t fs_hopper_records_per_row(int64_t V_local, int64_t rows, int 
         return 0;
     if (fs_hopper_kernel_for(rows, opts) == FS_HOPPER_TILE) {
         const int64_t nt = fsh::num_tiles(V_local);
-        return nt < sm_count ? nt : sm_count;
+        /* pairs: one record a cluster */
+        const int64_t slots = fsh::use_pairs(rows, opts) ? fsh::pair_slots(fsh::pair_bn(rows))
+                                                         : sm_count;
+        return nt < slots ? nt : slots;
     }
     const RowsKnobs k = rows_knobs(V_local, rows, sm_count, opts);
     return fs_hopper_rows_slots(V_local, rows, sm_count, k.multicast, k.row_block, k.jobs);
@@ -943,7 +1078,12 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
 
     if (tail && tail->single && opts->cands)
         return (int)cudaErrorInvalidValue; /* the filtered kernels have no single launch */
-    const int bn = pick_bn(rows, !(opts && (opts->no_epi_wg || opts->cands)));
+    const bool pair = use_pairs(rows, opts);
+    if (pair && tail && tail->single)
+        return (int)cudaErrorInvalidValue; /* no grid barrier across clusters */
+    if (n_recs <= 0)
+        return (int)cudaErrorInvalidValue; /* pairs: the device's cluster count unknown */
+    const int bn = pair ? pair_bn(rows) : pick_bn(rows, !(opts && (opts->no_epi_wg || opts->cands)));
     Args a;
     fill_scan_args(a, descs, logit_bias, allowed, recs, rows, V_local, vocab_offset, global_vocab,
                    D, tail); /* kblocks: per 64-wide box; launch() makes it per stage */
@@ -957,19 +1097,20 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
     a.epi_wg = !(opts && opts->no_epi_wg);
 
     CUtensorMap tw;
-    if ((e = make_map(&tw, W, is_bf16, D, V_local, BM, plain ? 0 : 256)) != cudaSuccess)
+    if ((e = make_map(&tw, W, is_bf16, D, V_local, pair ? BM / 2 : BM, plain ? 0 : 256)) !=
+        cudaSuccess)
         return (int)e;
     const int grid = (int)n_recs;
     switch (bn) {
-    case 16: e = launch<16>(tw, H, is_bf16, D, rows, a, grid, device, stream); break;
-    case 32: e = launch<32>(tw, H, is_bf16, D, rows, a, grid, device, stream); break;
-    case 48: e = launch<48>(tw, H, is_bf16, D, rows, a, grid, device, stream); break;
-    case 64: e = launch<64>(tw, H, is_bf16, D, rows, a, grid, device, stream); break;
-    case 80: e = launch<80>(tw, H, is_bf16, D, rows, a, grid, device, stream); break;
-    case 96: e = launch<96>(tw, H, is_bf16, D, rows, a, grid, device, stream); break;
-    case 128: e = launch<128>(tw, H, is_bf16, D, rows, a, grid, device, stream); break;
-    case 144: e = launch<144>(tw, H, is_bf16, D, rows, a, grid, device, stream); break;
-    default: e = launch<160>(tw, H, is_bf16, D, rows, a, grid, device, stream); break;
+    case 16: e = launch<16>(tw, H, is_bf16, D, rows, a, grid, pair, device, stream); break;
+    case 32: e = launch<32>(tw, H, is_bf16, D, rows, a, grid, pair, device, stream); break;
+    case 48: e = launch<48>(tw, H, is_bf16, D, rows, a, grid, pair, device, stream); break;
+    case 64: e = launch<64>(tw, H, is_bf16, D, rows, a, grid, pair, device, stream); break;
+    case 80: e = launch<80>(tw, H, is_bf16, D, rows, a, grid, pair, device, stream); break;
+    case 96: e = launch<96>(tw, H, is_bf16, D, rows, a, grid, pair, device, stream); break;
+    case 128: e = launch<128>(tw, H, is_bf16, D, rows, a, grid, pair, device, stream); break;
+    case 144: e = launch<144>(tw, H, is_bf16, D, rows, a, grid, pair, device, stream); break;
+    default: e = launch<160>(tw, H, is_bf16, D, rows, a, grid, pair, device, stream); break;
     }
     return (int)e;
 }

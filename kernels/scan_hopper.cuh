@@ -104,6 +104,9 @@ typedef struct fs_hopper_opts {
     int w_hint;               /* enum fs_w_hint (AUTO: by w_stream) */
     int no_epi_wg;            /* tile kernel: 128-160-row blocks without filters push in the
                                  MMA warpgroups, not in an epilogue warpgroup (A/B runs) */
+    int64_t tile_pairs_min;   /* tile kernel in pairs (2-CTA clusters, each CTA half the
+                                 rows, W multicast) from this many rows, 161-320 rows
+                                 without filters; 0 = never (scan_hopper.cu) */
     int argmax_only;          /* the rows are fs_draft_argmax's: only the max and its id are
                                  read (the rows kernel then skips the exponentials) */
     const fs_tail_args *tail; /* the op's end, run by the last CTA (op_tail.cuh); NULL: the
@@ -127,6 +130,11 @@ int64_t fs_hopper_rows_min_fast_hbm(int argmax, int64_t D);
  * ops: past it, up to 160 rows, the tile kernel's epilogue-warpgroup
  * blocks are the faster (scan_hopper.cu).  0: every count. */
 int64_t fs_hopper_rows_max_fast_hbm(int tree, int64_t D);
+
+/* The rows from which the tile kernel's pairs take draft argmax (argmax 1),
+ * tree verify (tree 1) or the other ops with hidden size D (up to 320 rows;
+ * 0: never), on a chip whose memory outpaces an H100's (fast_hbm) or not. */
+int64_t fs_hopper_pairs_min(int argmax, int tree, int64_t D, int fast_hbm);
 
 /* The kernel a launch with these options takes (opts may be NULL). */
 int fs_hopper_kernel_for(int64_t rows, const fs_hopper_opts *opts);

@@ -7,8 +7,8 @@ argmax, the materialised verify for verify), and at 1 row within ONE_ROW x
 the HBM floor (default 1.02).  One line per (shape, op): the misses with
 their x bound, the row counts slower than the unfused pipeline (fused /
 unfused), and the 1-row x floor.
-Usage: issue20_score.py bench.csv|bench.json [--limit 1.03] [--one-row 1.02]
-(flashspec_bench --csv or --json)"""
+Usage: issue20_score.py bench.csv|bench.json|bench.txt [--limit 1.03] [--one-row 1.02]
+(flashspec_bench --csv or --json, or its printed table)"""
 import argparse
 import csv
 import collections
@@ -16,6 +16,20 @@ import json
 
 FUSED = {"sample": "fs_sample", "argmax": "fs_draft_argmax", "verify": "fs_verify"}
 UNFUSED = {"sample": "cublas+gumbel", "argmax": "cublas+argmax", "verify": "materialised_verify"}
+
+
+def text_rows(path):
+    """The printed table's rows, with the csv's names for what the score
+    reads (floor_ms from each shape's "# V=... floor X ms" line)."""
+    rows, floor = [], None
+    for line in open(path):
+        f = line.split()
+        if line.startswith("# V=") and "floor" in f:
+            floor = f[f.index("floor") + 1]
+        elif len(f) >= 10 and f[0] in FUSED and f[2].isdigit() and floor:
+            rows.append({"family": f[0], "method": f[1], "V": f[2], "D": f[3], "rows": f[4],
+                         "median_ms": f[6], "ratio_bound": f[9], "floor_ms": floor})
+    return rows
 
 
 def main():
@@ -26,6 +40,8 @@ def main():
     args = ap.parse_args()
     if args.csv.endswith(".json"):
         rows = [{k: str(v) for k, v in r.items()} for r in json.load(open(args.csv))["results"]]
+    elif args.csv.endswith(".txt"):
+        rows = text_rows(args.csv)
     else:
         rows = list(csv.DictReader(open(args.csv)))
     med = {}
