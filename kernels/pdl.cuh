@@ -63,4 +63,33 @@ struct fs_pdl_config {
     }
 };
 
+/* 2-CTA clusters of `kernel` (blocks of `threads`, `smem` bytes of dynamic
+ * shared memory) the current device holds at once, 0 if unknown: the GPCs'
+ * SM counts need not be even, and a cluster that does not fit waits for a
+ * second wave.  Asked once per device (known: count + 1 per device, zero
+ * at first; 64 devices); setup(device) first sets the kernel's attributes. */
+template <class Kernel, class Setup>
+static int fs_max_clusters_2(int (&known)[64], Kernel kernel, int threads, size_t smem, Setup setup)
+{
+    int device = 0, n = 0;
+    if (cudaGetDevice(&device) != cudaSuccess)
+        return 0;
+    if (device < 64) {
+        const int k = __atomic_load_n(&known[device], __ATOMIC_ACQUIRE);
+        if (k > 0)
+            return k - 1;
+    }
+    if (setup(device) != cudaSuccess)
+        return 0;
+    fs_pdl_config pc(dim3(2), dim3((unsigned)threads), smem, nullptr, false);
+    pc.cluster_x(2);
+    if (cudaOccupancyMaxActiveClusters(&n, kernel, &pc.cfg) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    if (device < 64)
+        __atomic_store_n(&known[device], n + 1, __ATOMIC_RELEASE);
+    return n;
+}
+
 #endif

@@ -751,31 +751,13 @@ cudaError_t launch_one(const CUtensorMap &tw, const CUtensorMap &th, const Args 
 }
 
 /* 2-CTA clusters of the pairs' kernel for row block BN the current device
- * holds at once (0: unknown), asked once per device and block: a cluster
- * that does not fit would wait for a second wave. */
+ * holds at once (0: unknown), asked once per device and block. */
 template <int BN> int pair_clusters()
 {
-    static int known[64]; /* count + 1 once asked */
-    int device = 0, n = 0;
-    if (cudaGetDevice(&device) != cudaSuccess)
-        return 0;
-    if (device < 64) {
-        const int k = __atomic_load_n(&known[device], __ATOMIC_ACQUIRE);
-        if (k > 0)
-            return k - 1;
-    }
-    if (configure<BN, true, false, true, true>(device) != cudaSuccess)
-        return 0;
-    fs_pdl_config pc(dim3(2), dim3(THREADS_EW), Cfg<BN>::SMEM, nullptr, false);
-    pc.cluster_x(2);
-    if (cudaOccupancyMaxActiveClusters(&n, fsh_scan_kernel<BN, true, false, true, true>, &pc.cfg) !=
-        cudaSuccess) {
-        (void)cudaGetLastError();
-        return 0;
-    }
-    if (device < 64)
-        __atomic_store_n(&known[device], n + 1, __ATOMIC_RELEASE);
-    return n;
+    static int known[64];
+    return fs_max_clusters_2(known, fsh_scan_kernel<BN, true, false, true, true>, THREADS_EW,
+                             Cfg<BN>::SMEM,
+                             [](int device) { return configure<BN, true, false, true, true>(device); });
 }
 
 /* tw: W in boxes of BM tokens, or BM / 2 for pairs (slots: the grid's

@@ -769,31 +769,14 @@ int cluster_size(int64_t n_rb, int br, int multicast)
 }
 
 /* 2-CTA clusters of shape NWG the current device holds at once (0: unknown),
- * asked once per device: the GPCs' SM counts need not be even, and a cluster
- * that does not fit waits for a second wave. */
+ * asked once per device. */
 template <int NWG> int max_clusters_2()
 {
-    static int known[64]; /* count + 1 once asked */
-    int device = 0, n = 0;
-    if (cudaGetDevice(&device) != cudaSuccess)
-        return 0;
-    if (device < 64) {
-        const int k = __atomic_load_n(&known[device], __ATOMIC_ACQUIRE);
-        if (k > 0)
-            return k - 1;
-    }
-    if (configure<NWG, true, 2, true, false, false, false>(device) != cudaSuccess)
-        return 0;
-    fs_pdl_config pc(dim3(2), dim3(Shape<NWG>::THREADS), Shape<NWG>::SMEM, nullptr, false);
-    pc.cluster_x(2);
-    if (cudaOccupancyMaxActiveClusters(
-            &n, fshr_scan_kernel<NWG, true, 2, true, false, false, false, false>, &pc.cfg) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return 0;
-    }
-    if (device < 64)
-        __atomic_store_n(&known[device], n + 1, __ATOMIC_RELEASE);
-    return n;
+    static int known[64];
+    return fs_max_clusters_2(
+        known, fshr_scan_kernel<NWG, true, 2, true, false, false, false, false>,
+        Shape<NWG>::THREADS, Shape<NWG>::SMEM,
+        [](int device) { return configure<NWG, true, 2, true, false, false, false>(device); });
 }
 
 int64_t row_blocks(int64_t rows, int br)
