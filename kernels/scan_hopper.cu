@@ -81,14 +81,26 @@ constexpr int BM = FS_HOPPER_TILE_V; /* vocabulary per tile (= per record) */
 constexpr int NCW = 8;               /* consumer warps (2 warpgroups) */
 constexpr int NCT = NCW * 32;        /* consumer threads */
 constexpr int THREADS = NCT + 32;    /* + the producer warp */
-/* The epilogue warpgroup (EW kernels: 128-, 144- and 160-row blocks, no
- * filters): EWT more threads push the staged tile's noise blocks while the
- * two MMA warpgroups run the next tile's wgmmas.  Named barriers, each a
- * barrier.sync (ew_bar) of all NCT + EWT threads: BAR_FREE (the epilogue
- * is done with the staged tile), BAR_FULL (the MMA warpgroups staged the
- * next); BAR_EPI the epilogue warpgroup alone. */
-constexpr int EWT = 128;
-constexpr int THREADS_EW = NCT + EWT + 32; /* MMA, epilogue, the producer warp */
+/* The epilogue warps (EW kernels: 128-, 144- and 160-row blocks, no
+ * filters): ewt(BN) more threads push the staged tile's noise blocks while
+ * the two MMA warpgroups run the next tile's wgmmas.  Four warps at 128 rows
+ * (a row a thread), seven past them: 512 threads in all leave ptxas the 128
+ * registers a thread that the 160-row wgmma's kernel takes (127), where an
+ * eighth would cap it at 120.  Seven against four (one warpgroup, the rows
+ * past 128 shared by four or eight threads): sample and verify of 140-320
+ * rows 3-9% faster on 262144 x 3072, within the spread on three other
+ * shapes (bench/results/2026-11-29-h200-ew-seven-warps/).  Named barriers,
+ * each a barrier.sync (ew_bar) of all NCT + ewt(BN) threads: BAR_FREE (the
+ * epilogue is done with the staged tile), BAR_FULL (the MMA warpgroups
+ * staged the next); BAR_EPI the epilogue warps alone. */
+constexpr int ewt(int bn)
+{
+    return bn > 128 ? 7 * 32 : 4 * 32;
+}
+constexpr int threads_ew(int bn)
+{
+    return NCT + ewt(bn) + 32; /* MMA, epilogue, the producer warp */
+}
 constexpr int BAR_FREE = 2, BAR_FULL = 3, BAR_EPI = 4;
 constexpr int LDS = BM;              /* epilogue buffer pitch (floats), XOR-swizzled */
 constexpr int MAX_STAGES = 12;
@@ -130,21 +142,27 @@ template <int BN> struct Cfg {
     static_assert(!plain_bn(BN) || (ACTIVE <= NCT && ACTIVE % 32 == 0), "epilogue threads");
 };
 
-/* The epilogue warpgroup's rows: row r < EWT on thread r, every block of its
- * tile; each of the NX = BN - EWT rows past them shared by TPX threads with
- * UX blocks each (144 rows: 8 threads, 1 block).  At 160 rows a thread
- * pushes 8 + 2 blocks a tile; with
- * the 32 extra rows whole on threads 0-31 those pushed 16 and set the pace:
- * ncu at 160 rows, 151936 x 4096, sample 380 us against 327 for the
- * warpgroup only reading the tile (bench/results/2026-11-29-h200-tile-epi-warpgroup). */
+/* The epilogue warps' share of a tile: tasks (g, f) = noise block f of the
+ * 32 rows of group g (lane l: row 32 g + l), in the order g * NBLK + f, T
+ * consecutive ones a warp (6 at 144-160 rows; 8, one group, at 128).  Every
+ * lane of a warp runs the same block of its row at once (the buffer's
+ * swizzle keeps those reads conflict-free, and no lane waits on another's
+ * loop), a warp's tasks lie in at most two groups, and a row's blocks in at
+ * most three consecutive warps, whose records merge at the end.  Units
+ * dealt a thread at a time instead (lanes of a warp on other rows, loops
+ * of other counts) were up to 20% slower. */
 template <int BN> struct EwCfg {
-    static constexpr int NX = BN - EWT;
-    static constexpr int TPX = NX > 0 ? EWT / NX : 1;
-    static constexpr int UX = Cfg<BN>::NBLK / TPX;
-    static constexpr int NS = NX > 0 ? 2 : 1; /* rows a thread */
-    static_assert(NX >= 0 && TPX * (NX > 0 ? NX : EWT) == EWT && TPX <= 32 &&
-                      UX * TPX == Cfg<BN>::NBLK,
-                  "EW rows");
+    static constexpr int EWT = ewt(BN);
+    static constexpr int G = (BN + 31) / 32;
+    static constexpr int TASKS = G * Cfg<BN>::NBLK;
+    static constexpr int T = (TASKS + EWT / 32 - 1) / (EWT / 32);
+    static_assert(T <= Cfg<BN>::NBLK, "a warp's tasks in two groups at most");
+    /* a warp a group, a thread a row (128 rows): one record a thread, its
+       blocks in a loop of fixed count, nothing to merge -- the general form
+       measured 2-10% slower there (bench/results/2026-11-29-h200-ew-seven-warps/,
+       call 5) */
+    static constexpr bool ROW = T == Cfg<BN>::NBLK && G == EWT / 32;
+    static constexpr int NS = ROW ? 1 : 2; /* rows a thread */
 };
 
 struct Args {
@@ -185,9 +203,9 @@ template <bool PAIR> __device__ __forceinline__ int tile_slots()
  * different instructions by the MMA and the epilogue warpgroups, which
  * bar.sync (barrier.sync.aligned) does not allow -- compute-sanitizer's
  * synccheck reports it as divergent threads. */
-__device__ __forceinline__ void ew_bar(int id)
+template <int BN> __device__ __forceinline__ void ew_bar(int id)
 {
-    asm volatile("barrier.sync %0, %1;\n" ::"r"(id), "n"(NCT + EWT) : "memory");
+    asm volatile("barrier.sync %0, %1;\n" ::"r"(id), "n"(NCT + ewt(BN)) : "memory");
 }
 
 __device__ __forceinline__ void consumer_bar()
@@ -415,24 +433,26 @@ __device__ __forceinline__ void ew_mma(const Args &a, uint32_t sW, uint32_t sH, 
     for (int vt = tile_slot<PAIR>(); vt < a.n_items; vt += tile_slots<PAIR>()) {
         mma_tile<BN, BF16, PAIR>(acc, sW, sH, sBar, a.kblocks, ct >> 7, ct & 31, s, ph,
                                  [](int) {});
-        ew_bar(BAR_FREE);
+        ew_bar<BN>(BAR_FREE);
         stage_tile<BN>(epi, acc, ct);
-        ew_bar(BAR_FULL);
+        ew_bar<BN>(BAR_FULL);
     }
     if (a.tail.single)
         single_launch_end(a, smem, C::STAGES * C::STAGE_BYTES, ct, NCT, nullptr);
 }
 
-/* EW: the epilogue warpgroup (threads NCT .. NCT + EWT - 1), rows by
- * EwCfg (in a pair, of its CTA's half: rows rank * BN ..).  It builds the
- * descriptors in a single launch (CTA 0 stores them), pushes every staged
- * tile, and writes the (row, slot) records. */
+/* EW: the epilogue warps (threads NCT .. NCT + ewt(BN) - 1), blocks by EwCfg
+ * (in a pair, of its CTA's half: rows rank * BN ..).  They build the
+ * descriptors in a single launch (CTA 0 stores them), push every staged
+ * tile, merge each row's records across its threads, and write the (row,
+ * slot) records. */
 template <int BN, bool PAIR>
 __device__ __forceinline__ void ew_epilogue(const Args &a, const float *epi, unsigned char *smem,
                                             unsigned int *tail_flag)
 {
     using C = Cfg<BN>;
     using X = EwCfg<BN>;
+    constexpr int EWT = X::EWT;
     const int ct = threadIdx.x - NCT;
     fs_pdl_wait(); /* the row descriptors (prep kernel) */
     fs_pdl_launch_dependents();
@@ -442,49 +462,67 @@ __device__ __forceinline__ void ew_epilogue(const Args &a, const float *epi, uns
        epilogue warpgroup had taken the OR with a bar.red, and in none
        without */
     const int32_t layout = a.tail.single ? fs_scan_prep_layout(a.tail, a.rows, 0, 1, 0) : FS_ROW_OK;
-    Epi es[X::NS];
-    int lr[X::NS]; /* the rows in the buffer */
+    const int w = ct >> 5, lane = ct & 31;
+    const int t0 = w * X::T, t1 = t0 + X::T < X::TASKS ? t0 + X::T : X::TASKS;
     const int64_t r0 = PAIR ? (int64_t)(blockIdx.x & 1u) * BN : 0;
+    Epi es[X::NS];
+    int lr[X::NS], fb[X::NS], fe[X::NS]; /* row in the buffer, its blocks fb .. fe - 1 here */
 #pragma unroll
     for (int k = 0; k < X::NS; ++k) {
         Epi &e = es[k];
         fs_record_init(&e.rec);
         fs_cand_init(&e.cl);
-        lr[k] = k == 0 ? ct : EWT + ct / X::TPX;
+        const int g = t0 / C::NBLK + k, b0 = g * C::NBLK;
+        lr[k] = 32 * g + lane;
+        fb[k] = (t0 > b0 ? t0 : b0) - b0;
+        fe[k] = (t1 < b0 + C::NBLK ? t1 : b0 + C::NBLK) - b0;
         e.row = r0 + lr[k];
         e.v0 = 0;
         e.d.flags = 0;
-        const bool row_ok = e.row < a.rows;
+        const bool row_ok = fb[k] < fe[k] && lr[k] < BN && e.row < a.rows;
         if (row_ok)
             e.d = a.tail.single ? fs_scan_prep_row(a.tail, layout, e.row, a.global_vocab)
                                 : a.descs[e.row];
         e.scan = row_ok && (e.d.flags & FS_ROWF_VALID) ? 1 : 0;
-        e.write = row_ok && (k == 0 || ct % X::TPX == 0) ? 1 : 0;
+        e.write = row_ok && fb[k] == 0 ? 1 : 0; /* the row's first blocks: it merges */
         e.filt = 0;
     }
     if (a.tail.single && blockIdx.x == 0)
         fs_scan_prep_store(a.tail, layout, a.rows, a.global_vocab, ct, EWT);
-    const int x0 = X::UX * (ct % X::TPX); /* first block of the shared row */
     for (int vt = tile_slot<PAIR>(); vt < a.n_items; vt += tile_slots<PAIR>()) {
-        ew_bar(BAR_FREE); /* done with the tile before */
-        ew_bar(BAR_FULL);
-        es[0].v0 = (int64_t)vt * BM;
-        if (es[0].scan)
-            for (int f = 0; f < C::NBLK; ++f)
-                epi_block<false>(es[0], epi, lr[0], f, a);
-        if constexpr (X::NS == 2) {
-            es[1].v0 = (int64_t)vt * BM;
-            if (es[1].scan)
+        ew_bar<BN>(BAR_FREE); /* done with the tile before */
+        ew_bar<BN>(BAR_FULL);
+        if constexpr (X::ROW) {
+            es[0].v0 = (int64_t)vt * BM;
+            if (es[0].scan)
+                for (int f = 0; f < C::NBLK; ++f)
+                    epi_block<false>(es[0], epi, lr[0], f, a);
+        } else {
 #pragma unroll
-                for (int f = 0; f < X::UX; ++f)
-                    epi_block<false>(es[1], epi, lr[1], x0 + f, a);
+            for (int k = 0; k < X::NS; ++k) {
+                es[k].v0 = (int64_t)vt * BM;
+                if (es[k].scan)
+                    for (int f = fb[k]; f < fe[k]; ++f)
+                        epi_block<false>(es[k], epi, lr[k], f, a);
+            }
         }
     }
-    if constexpr (X::NS == 2) { /* the TPX threads of a shared row: adjacent lanes */
+    /* a row's records: its first warp's lane merges those of the same lane
+       in the next warps (each holds it as its first row), through the
+       stages, all consumed */
+    if constexpr (!X::ROW) {
+        fs_record *part = reinterpret_cast<fs_record *>(smem);
+        static_assert(2 * EWT * sizeof(fs_record) <= 2 * C::STAGE_BYTES, "records in the stages");
+        part[2 * ct] = es[0].rec;
+        part[2 * ct + 1] = es[1].rec;
+        fs_named_bar(BAR_EPI, EWT);
 #pragma unroll
-        for (int m = 1; m < X::TPX; m <<= 1) {
-            const fs_record o = fs_record_shfl_xor(es[1].rec, m);
-            fs_record_merge(&es[1].rec, &o);
+        for (int k = 0; k < X::NS; ++k) {
+            if (!es[k].write)
+                continue;
+            const int last = ((t0 / C::NBLK + k + 1) * C::NBLK - 1) / X::T; /* the row's last warp */
+            for (int v = w + 1; v <= last && v < EWT / 32; ++v)
+                fs_record_merge(&es[k].rec, &part[2 * (32 * v + lane)]);
         }
     }
 #pragma unroll
@@ -501,14 +539,14 @@ __device__ __forceinline__ void ew_epilogue(const Args &a, const float *epi, uns
 }
 
 template <int BN, bool BF16, bool FILT, bool EW, bool PAIR>
-__global__ void __launch_bounds__(EW ? THREADS_EW : THREADS, 1)
+__global__ void __launch_bounds__(EW ? threads_ew(BN) : THREADS, 1)
     fsh_scan_kernel(const __grid_constant__ CUtensorMap tmw, const __grid_constant__ CUtensorMap tmh,
                     const Args a)
 {
     using C = Cfg<BN>;
     static_assert(!EW || (BN > 96 && !FILT), "EW: 128-160-row blocks, no filters");
     static_assert(!PAIR || EW, "pairs: the EW kernels");
-    constexpr int PW = EW ? (NCT + EWT) / 32 : NCW; /* the producer warp */
+    constexpr int PW = EW ? (NCT + ewt(BN)) / 32 : NCW; /* the producer warp */
     extern __shared__ unsigned char smem_raw[];
     unsigned char *smem = smem_align_1024(smem_raw);
     const uint32_t sbase = smem_u32(smem);
@@ -716,7 +754,7 @@ __global__ void __launch_bounds__(EW ? THREADS_EW : THREADS, 1)
 #else /* not sm_90a: the kernel exists (for the host stub) but is empty */
 
 template <int BN, bool BF16, bool FILT, bool EW, bool PAIR>
-__global__ void __launch_bounds__(EW ? THREADS_EW : THREADS, 1)
+__global__ void __launch_bounds__(EW ? threads_ew(BN) : THREADS, 1)
     fsh_scan_kernel(const __grid_constant__ CUtensorMap tmw, const __grid_constant__ CUtensorMap tmh,
                     const Args a)
 {
@@ -755,7 +793,7 @@ cudaError_t launch_one(const CUtensorMap &tw, const CUtensorMap &th, const Args 
 template <int BN> int pair_clusters()
 {
     static int known[64];
-    return fs_max_clusters_2(known, fsh_scan_kernel<BN, true, false, true, true>, THREADS_EW,
+    return fs_max_clusters_2(known, fsh_scan_kernel<BN, true, false, true, true>, threads_ew(BN),
                              Cfg<BN>::SMEM,
                              [](int device) { return configure<BN, true, false, true, true>(device); });
 }
@@ -788,7 +826,7 @@ cudaError_t launch(const CUtensorMap &tw, const void *H, int is_bf16, int64_t D,
     const bool ew = BN > 96 && !filt && a.epi_wg;
     if (pair && (!ew || a0.tail.single))
         return cudaErrorInvalidValue; /* pairs: the EW kernels, no single launch */
-    fs_pdl_config pc(dim3((unsigned)(pair ? 2 * grid : grid)), dim3(ew ? THREADS_EW : THREADS),
+    fs_pdl_config pc(dim3((unsigned)(pair ? 2 * grid : grid)), dim3(ew ? threads_ew(BN) : THREADS),
                      Cfg<BN>::SMEM, stream, !a0.tail.single);
     if (a0.tail.single)
         pc.cooperative();
