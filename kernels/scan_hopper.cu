@@ -25,11 +25,12 @@
  *              of its CTA (its running best key prunes hopeless blocks), and
  *              the TPB records of a row merge once, at the end: one record per
  *              (row, CTA).
- *   epilogue warpgroup  128-, 144- and 160-row blocks of unfiltered ops (the EW
- *              kernels, 416 threads): the pushes above held up the MMA
- *              warpgroups' wgmma issue there, so a third warpgroup pushes
- *              the staged tile while they run the next (ew_mma,
- *              ew_epilogue; 19-22% fewer SM cycles at 160 rows on an H200).
+ *   epilogue warps  128-, 144- and 160-row blocks of unfiltered ops (the EW
+ *              kernels, 416 / 512 threads): the pushes above held up the MMA
+ *              warpgroups' wgmma issue there, so four (128 rows) or seven
+ *              more warps push the staged tile while they run the next
+ *              (ew_mma, ew_epilogue; 19-22% fewer SM cycles at 160 rows on
+ *              an H200 with four).
  *   tail       the last CTA to finish merges the records and finalizes the op
  *              (op_tail.cuh), unless the caller runs the merge itself.
  *   single     unfiltered sample, draft argmax and verify run as this one
@@ -200,7 +201,7 @@ template <bool PAIR> __device__ __forceinline__ int tile_slots()
 }
 
 /* barrier.sync without .aligned: BAR_FREE and BAR_FULL are reached at
- * different instructions by the MMA and the epilogue warpgroups, which
+ * different instructions by the MMA warpgroups and the epilogue warps, which
  * bar.sync (barrier.sync.aligned) does not allow -- compute-sanitizer's
  * synccheck reports it as divergent threads. */
 template <int BN> __device__ __forceinline__ void ew_bar(int id)
@@ -412,8 +413,8 @@ __device__ __forceinline__ void single_launch_wait(const Args &a)
 
 /* EW: the MMA warpgroups (threads 0 .. NCT - 1).  A tile's accumulators wait
  * for the epilogue to be done with the buffer (BAR_FREE), are staged, and
- * announced (BAR_FULL), where the epilogue warpgroup already waits: it
- * goes there straight from BAR_FREE, so neither barrier holds the MMA
+ * announced (BAR_FULL), where the epilogue warps already wait: they
+ * go there straight from BAR_FREE, so neither barrier holds the MMA
  * warpgroups longer than the pushes of the tile before.  (A bar.arrive at
  * BAR_FULL orders the stores as well, by PTX, but compute-sanitizer's
  * racecheck reports every staged value as a race then.)  In a single

@@ -103,7 +103,7 @@ typedef struct fs_hopper_opts {
     int w_stream;             /* enum fs_w_stream (the rows kernel: up to 128 rows) */
     int w_hint;               /* enum fs_w_hint (AUTO: by w_stream) */
     int no_epi_wg;            /* tile kernel: 128-160-row blocks without filters push in the
-                                 MMA warpgroups, not in an epilogue warpgroup (A/B runs) */
+                                 MMA warpgroups, not in epilogue warps (A/B runs) */
     int64_t tile_pairs_min;   /* tile kernel in pairs (2-CTA clusters, each CTA half the
                                  rows, W multicast) from this many rows, 161-320 rows
                                  without filters; 0 = never (scan_hopper.cu) */

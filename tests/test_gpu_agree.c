@@ -232,10 +232,10 @@ static void test_fused_bf16(void **state)
            padding), 3-4 tiles per CTA, more k-blocks than stages; bias and
            mask */
         {1, FS_DTYPE_BF16, 50021, 264, 150, 1, 0},
-        /* under test_gpu_agree_tile160 the tile kernel's epilogue warpgroup:
+        /* under test_gpu_agree_tile160 the tile kernel's epilogue warps:
            120 rows (a 128-row block, offset NULL), and verify of 33
-           requests (151 rows: a 160-row block, rows past 128 shared by
-           four threads) with bias and mask */
+           requests (151 rows: a 160-row block, each row's blocks over two
+           or three warps) with bias and mask */
         {1, FS_DTYPE_BF16, 20011, 200, 120, 0, 1},
         {1, FS_DTYPE_BF16, 9001, 264, 33, 1, 0},
     };
