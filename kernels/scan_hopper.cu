@@ -179,7 +179,6 @@ struct Args {
     int64_t rows, V, vocab_offset, global_vocab, words;
     int n_items, kblocks, tail_on;
     int w_hint; /* W's L2 hint (enum fs_w_hint, resolved) */
-    int epi_wg; /* 128-160-row blocks without filters: the EW kernels */
     int stage_tx; /* bytes a stage's TMA loads deliver (the H boxes hold only the live rows) */
     fs_tail_args tail;
     const fs_tree_row *tree_rows; /* tree verify only, else NULL (tree_scan.cuh) */
@@ -310,7 +309,10 @@ __device__ __forceinline__ void epi_blocks(Epi &e, const float *epi, int rr, int
  * retire (one wgmma group stays in flight).  between(kb) runs after k-block
  * kb's issue: the plain kernel pushes the previous tile's blocks there.  On
  * return acc holds the tile and the tile's stages are all released; s and
- * ph (the next stage and its phase) carry over to the next tile. */
+ * ph (the next stage and its phase) carry over to the next tile.  The two
+ * releases are written out where they happen: as a helper function (or a
+ * lambda) they made ptxas spill 24 bytes instead of 16 in the filtered
+ * 160-row kernel. */
 template <int BN, bool BF16, bool PAIR = false, class Between>
 __device__ __forceinline__ void mma_tile(float (&acc)[BN / 2], uint32_t sW, uint32_t sH,
                                          uint32_t sBar, int KB, int wg, int lane, int &s,
@@ -800,10 +802,12 @@ template <int BN> int pair_clusters()
 }
 
 /* tw: W in boxes of BM tokens, or BM / 2 for pairs (slots: the grid's
- * clusters). */
+ * clusters).  ew_ok: the EW kernels may take a block of more than 96 rows
+ * (no filters, FLASHSPEC_TILE_EPI_WG on). */
 template <int BN>
 cudaError_t launch(const CUtensorMap &tw, const void *H, int is_bf16, int64_t D, int64_t rows,
-                   const Args &a0, int grid, bool pair, int device, cudaStream_t stream)
+                   const Args &a0, int grid, bool ew_ok, bool pair, int device,
+                   cudaStream_t stream)
 {
     CUtensorMap th;
     /* an H box of the live rows only: a box reaching past H's last row (15
@@ -824,7 +828,7 @@ cudaError_t launch(const CUtensorMap &tw, const void *H, int is_bf16, int64_t D,
        launch, cooperative for its grid barrier (the grid is at most one CTA
        an SM, fs_hopper_records_per_row) */
     const bool filt = a.cands != nullptr;
-    const bool ew = BN > 96 && !filt && a.epi_wg;
+    const bool ew = BN > 96 && ew_ok;
     if (pair && (!ew || a0.tail.single))
         return cudaErrorInvalidValue; /* pairs: the EW kernels, no single launch */
     fs_pdl_config pc(dim3((unsigned)(pair ? 2 * grid : grid)), dim3(ew ? threads_ew(BN) : THREADS),
@@ -960,9 +964,8 @@ extern "C" int64_t fs_hopper_rows_max_fast_hbm(int tree, int64_t D)
  * 128256 x 8192, 3-7% on 151936 x 4096, 6-19% slower on 262144 x 3072 --
  * trees where D > 5120, as in fs_hopper_rows_max_fast_hbm.  An H100 is not
  * measured: the rows kernel keeps it. */
-extern "C" int64_t fs_hopper_pairs_min(int argmax, int tree, int64_t D, int fast_hbm)
+extern "C" int64_t fs_hopper_pairs_min(int tree, int64_t D, int fast_hbm)
 {
-    (void)argmax;
     if (!fast_hbm || (tree && D <= 5120))
         return 0;
     return 2 * 128 + 1;
@@ -1104,7 +1107,8 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
         return (int)cudaErrorInvalidValue; /* no grid barrier across clusters */
     if (n_recs <= 0)
         return (int)cudaErrorInvalidValue; /* pairs: the device's cluster count unknown */
-    const int bn = pair ? pair_bn(rows) : pick_bn(rows, !(opts && (opts->no_epi_wg || opts->cands)));
+    const bool ew_ok = !(opts && (opts->no_epi_wg || opts->cands));
+    const int bn = pair ? pair_bn(rows) : pick_bn(rows, ew_ok);
     Args a;
     fill_scan_args(a, descs, logit_bias, allowed, recs, rows, V_local, vocab_offset, global_vocab,
                    D, tail); /* kblocks: per 64-wide box; launch() makes it per stage */
@@ -1115,7 +1119,6 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
     a.tree_child_s = tree_rows ? opts->tree_child_s : nullptr;
     const bool plain = opts && opts->w_stream == FS_W_STREAM_PLAIN;
     a.w_hint = fs_w_hint_for(opts ? opts->w_hint : FS_W_HINT_AUTO, plain);
-    a.epi_wg = !(opts && opts->no_epi_wg);
 
     CUtensorMap tw;
     if ((e = make_map(&tw, W, is_bf16, D, V_local, pair ? BM / 2 : BM, plain ? 0 : 256)) !=
@@ -1123,15 +1126,15 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
         return (int)e;
     const int grid = (int)n_recs;
     switch (bn) {
-    case 16: e = launch<16>(tw, H, is_bf16, D, rows, a, grid, pair, device, stream); break;
-    case 32: e = launch<32>(tw, H, is_bf16, D, rows, a, grid, pair, device, stream); break;
-    case 48: e = launch<48>(tw, H, is_bf16, D, rows, a, grid, pair, device, stream); break;
-    case 64: e = launch<64>(tw, H, is_bf16, D, rows, a, grid, pair, device, stream); break;
-    case 80: e = launch<80>(tw, H, is_bf16, D, rows, a, grid, pair, device, stream); break;
-    case 96: e = launch<96>(tw, H, is_bf16, D, rows, a, grid, pair, device, stream); break;
-    case 128: e = launch<128>(tw, H, is_bf16, D, rows, a, grid, pair, device, stream); break;
-    case 144: e = launch<144>(tw, H, is_bf16, D, rows, a, grid, pair, device, stream); break;
-    default: e = launch<160>(tw, H, is_bf16, D, rows, a, grid, pair, device, stream); break;
+    case 16: e = launch<16>(tw, H, is_bf16, D, rows, a, grid, ew_ok, pair, device, stream); break;
+    case 32: e = launch<32>(tw, H, is_bf16, D, rows, a, grid, ew_ok, pair, device, stream); break;
+    case 48: e = launch<48>(tw, H, is_bf16, D, rows, a, grid, ew_ok, pair, device, stream); break;
+    case 64: e = launch<64>(tw, H, is_bf16, D, rows, a, grid, ew_ok, pair, device, stream); break;
+    case 80: e = launch<80>(tw, H, is_bf16, D, rows, a, grid, ew_ok, pair, device, stream); break;
+    case 96: e = launch<96>(tw, H, is_bf16, D, rows, a, grid, ew_ok, pair, device, stream); break;
+    case 128: e = launch<128>(tw, H, is_bf16, D, rows, a, grid, ew_ok, pair, device, stream); break;
+    case 144: e = launch<144>(tw, H, is_bf16, D, rows, a, grid, ew_ok, pair, device, stream); break;
+    default: e = launch<160>(tw, H, is_bf16, D, rows, a, grid, ew_ok, pair, device, stream); break;
     }
     return (int)e;
 }
