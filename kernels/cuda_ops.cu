@@ -257,9 +257,10 @@ static fs_hopper_opts hopper_opts(const fs_context *ctx, const fs_op_args *a)
     }
     o.no_multicast = ctx->hopper_no_multicast;
     o.no_epi_wg = ctx->tile_no_epi_wg;
-    /* pairs where the rows kernel's choice is automatic, or as set */
+    /* pairs where the rows kernel's choice is automatic, or as set (never
+       with no_epi_wg: fs_hopper_kernel_for) */
     o.tile_pairs_min = ctx->tile_pairs_min >= 0 ? ctx->tile_pairs_min
-                       : ctx->hopper_rows_min || ctx->tile_no_epi_wg
+                       : ctx->hopper_rows_min
                            ? 0
                            : fs_hopper_pairs_min(a->op == FS_OP_VERIFY_TREE, a->head->hidden_dim,
                                                  ctx->hopper_rows_early);
