@@ -128,8 +128,8 @@ static __device__ __forceinline__ void fs_push_block(fs_record *rec, fs_cand_lis
             const int64_t gid = t0 + i;
             if (allowed && !((__ldg(&allowed[gid >> 5]) >> (gid & 31)) & 1u))
                 continue;
-            const float b = bias ? __ldg(&bias[gid]) : 0.0f;
-            s[i] = fs_score(l[i], b, d.inv_temp);
+            s[i] = bias ? fs_score(l[i], __ldg(&bias[gid]), d.inv_temp)
+                        : fs_score_nobias(l[i], d.inv_temp);
         }
     }
     /* s is -inf past cnt: the pushes take all FS_NOISE_BLOCK places (the

@@ -469,8 +469,8 @@ __device__ void score_tile(Smem &sm, const fs_op_args &a, const fs_scan_args &s,
             if (s.allowed)
                 ok = (s.allowed[row * s.words + (gid >> 5)] >> (gid & 31)) & 1u;
             if (ok) {
-                const float b = s.bias ? s.bias[row * s.global_vocab + gid] : 0.0f;
-                out = fs_score(l, b, d.inv_temp);
+                out = s.bias ? fs_score(l, s.bias[row * s.global_vocab + gid], d.inv_temp)
+                             : fs_score_nobias(l, d.inv_temp);
             }
         }
         sm.sc[g][tok] = out;

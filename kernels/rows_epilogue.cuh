@@ -160,7 +160,7 @@ __device__ __forceinline__ void tree_children(RowState &r, float (&acc)[NA], int
                 v = cc == col ? FSHR_ACC(j, e) : v;
                 FSHR_ACC(j, e) = ex && cc == col ? -INFINITY : FSHR_ACC(j, e);
             }
-        const float sc = fs_score(v, 0.0f, it);
+        const float sc = fs_score_nobias(v, it);
         if (h && sc > -INFINITY && sc < INFINITY)
             a.tree_child_s[(int64_t)r.row * FS_TREE_MAX_CHILDREN + k] = sc;
         if (ex)
@@ -237,15 +237,15 @@ __device__ __forceinline__ void prepare(RowState &r, float (&acc)[NA], int64_t v
                 vs = col == is ? FSHR_ACC(j, e) : vs;
                 FSHR_ACC(j, e) = col == ix ? -INFINITY : FSHR_ACC(j, e);
             }
-        const float xs = fs_score(vs, 0.0f, it);
+        const float xs = fs_score_nobias(vs, it);
         if (hs && xs > -INFINITY && xs < INFINITY)
             r.rec.sel_s = xs;
         if (hx)
-            fs_record_push(&r.rec, r.d, (int32_t)(g0 + ix), fs_score(vx, 0.0f, it));
+            fs_record_push(&r.rec, r.d, (int32_t)(g0 + ix), fs_score_nobias(vx, it));
         if (FILT && hx && (r.d->flags & FS_ROWF_FILTER)) {
             /* the filtered target keeps the draft's token: its list takes
                it (the accumulators no longer hold it) */
-            const float xs = fs_score(vx, 0.0f, it);
+            const float xs = fs_score_nobias(vx, it);
             fs_cand_list *c = cl + ((ix >> 4) & 1);
             if (xs > -INFINITY) {
                 c->count += 1;
@@ -354,7 +354,7 @@ __device__ __forceinline__ void cand_list_tile(const float (&acc)[NA], fs_cand_l
 {
     constexpr int NG = NA / 16; /* the list's groups: blocks 2 g + P, j = 4 g + 2 P (+ 1) */
     static_assert(NG <= 32, "a 32-bit mask of the list's groups");
-    const float m = fs_score(mp, 0.0f, it); /* the max score: scores rise with logits */
+    const float m = fs_score_nobias(mp, it); /* the max score: scores rise with logits */
     const float last = cl->s[FS_CAND_LIST - 1];
     const bool live = on && m > -INFINITY && m >= last;
     if (!__any_sync(0xffffffffu, live)) {
@@ -369,7 +369,7 @@ __device__ __forceinline__ void cand_list_tile(const float (&acc)[NA], fs_cand_l
         const int j = 4 * g + 2 * P;
         const float gm = fmaxf(fmaxf(FSHR_ACC(j, 0), FSHR_ACC(j, 1)),
                                fmaxf(FSHR_ACC(j + 1, 0), FSHR_ACC(j + 1, 1)));
-        const float sg = fs_score(gm, 0.0f, it);
+        const float sg = fs_score_nobias(gm, it);
         const bool c = live && sg >= last;
         cand |= (c ? 1u : 0u) << g;
         rest = c ? rest : fmaxf(rest, sg);
@@ -391,10 +391,10 @@ __device__ __forceinline__ void cand_list_tile(const float (&acc)[NA], fs_cand_l
         if (g >= 0) {
             /* columns 8 j + 2 gc + e of block 2 g + P: 16 (2 g + P) + 2 gc + {0, 1, 8, 9} */
             const int32_t id = (int32_t)(g0 + 16 * (2 * g + P) + 2 * gc);
-            fs_cand_insert(&c, fs_score(x0, 0.0f, it), id);
-            fs_cand_insert(&c, fs_score(x1, 0.0f, it), id + 1);
-            fs_cand_insert(&c, fs_score(x2, 0.0f, it), id + 8);
-            fs_cand_insert(&c, fs_score(x3, 0.0f, it), id + 9);
+            fs_cand_insert(&c, fs_score_nobias(x0, it), id);
+            fs_cand_insert(&c, fs_score_nobias(x1, it), id + 1);
+            fs_cand_insert(&c, fs_score_nobias(x2, it), id + 8);
+            fs_cand_insert(&c, fs_score_nobias(x3, it), id + 9);
         }
     }
     if (on)
@@ -628,7 +628,7 @@ __device__ __forceinline__ void noise(RowState &r, const float (&acc)[NA], int64
     }
     float vc;
     const int col = quad_pick<HALF, NA>(acc, bb, c, nb, gc, bT, &vc);
-    const float sc = fs_score(vc, 0.0f, it);
+    const float sc = fs_score_nobias(vc, it);
     if (col >= 0 && bb < NB && (bk > r.bar || bk == r.bar)) {
         const int32_t id = (int32_t)(g0 + col);
         if (fs_beats(bk, id, r.rec.best_key, r.rec.best_id)) {
@@ -681,7 +681,7 @@ __device__ __forceinline__ void row_tile(RowState &r, float (&acc)[NA], int64_t 
         if (m == INFINITY || !(nan_witness == nan_witness))
             r.rec.flags |= FS_REC_NONFINITE;
         else if (m > -INFINITY)
-            fs_record_add_lse(&r.rec, fs_score(m, 0.0f, it), (int32_t)(g0 + mcol), tot);
+            fs_record_add_lse(&r.rec, fs_score_nobias(m, it), (int32_t)(g0 + mcol), tot);
     }
     if (!LSE || !__any_sync(0xffffffffu, r.noisy()))
         return;

@@ -261,10 +261,10 @@ __device__ __forceinline__ void epi_block(Epi &e, const float *epi, int rr, int 
     if (n == FS_NOISE_BLOCK && !a.allowed && !a.bias) {
         /* every block but a row's last, without mask or bias, in a loop of
            its own: the general one below, which the compiler does not
-           unswitch, runs a branch per token (the same arithmetic: bias 0) */
+           unswitch, runs a branch per token */
 #pragma unroll
         for (int i = 0; i < FS_NOISE_BLOCK; ++i)
-            s[i] = fs_score(s[i], 0.0f, e.d.inv_temp);
+            s[i] = fs_score_nobias(s[i], e.d.inv_temp);
     } else {
 #pragma unroll
         for (int i = 0; i < FS_NOISE_BLOCK; ++i) {
@@ -277,7 +277,9 @@ __device__ __forceinline__ void epi_block(Epi &e, const float *epi, int rr, int 
                 if (a.bias && ok)
                     b = __ldg(&a.bias[e.row * a.global_vocab + gid]);
             }
-            s[i] = ok ? fs_score(s[i], b, e.d.inv_temp) : -INFINITY;
+            s[i] = !ok ? -INFINITY
+                 : a.bias ? fs_score(s[i], b, e.d.inv_temp)
+                          : fs_score_nobias(s[i], e.d.inv_temp);
         }
     }
     /* s is -inf past n, so the pushes take all FS_NOISE_BLOCK places: the

@@ -161,7 +161,7 @@ __global__ void __launch_bounds__(THREADS, Tune<MODE>::CTAS)
             if (MODE == ARGMAX) {
 #pragma unroll
                 for (int i = 0; i < FS_NOISE_BLOCK; ++i) {
-                    const float x = fs_score(l[b][i], 0.0f, d.inv_temp);
+                    const float x = fs_score_nobias(l[b][i], d.inv_temp);
                     const bool fin = x < INFINITY; /* false for NaN and +inf */
                     mr.bad |= !fin;
                     if (fin && x > mr.best) {
@@ -173,7 +173,7 @@ __global__ void __launch_bounds__(THREADS, Tune<MODE>::CTAS)
                 float sc[FS_NOISE_BLOCK];
 #pragma unroll
                 for (int i = 0; i < FS_NOISE_BLOCK; ++i)
-                    sc[i] = fs_score(l[b][i], 0.0f, d.inv_temp);
+                    sc[i] = fs_score_nobias(l[b][i], d.inv_temp);
                 fs_record_push_block(&rec, &d, t0[b], FS_NOISE_BLOCK, sc);
             } else {
                 fs_push_block(&rec, filt ? &cl : nullptr, d, a, row, t0[b], cnt[b], l[b]);

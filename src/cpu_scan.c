@@ -66,8 +66,9 @@ static float score_token(const fs_op_args *a, const fs_row_desc *d, int64_t row,
             return -INFINITY;
     }
     float l = a->head ? logit_fused(a, row, v) : logit_stored(a, row, v);
-    float b = (p && p->logit_bias) ? p->logit_bias[row * a->global_vocab + gid] : 0.0f;
-    return fs_score(l, b, d->inv_temp);
+    if (!(p && p->logit_bias))
+        return fs_score_nobias(l, d->inv_temp);
+    return fs_score(l, p->logit_bias[row * a->global_vocab + gid], d->inv_temp);
 }
 
 /* The noise block a row is collecting: scores by position in the block

@@ -41,7 +41,9 @@ enum fs_record_flags {
 
 typedef struct fs_record {
     float max_s;     /* max score over allowed tokens (-inf if none) */
-    int32_t max_id;  /* its token id, lowest on ties; -1 if none */
+    int32_t max_id;  /* its token id, lowest on ties; -1 if none.  In rows
+                        that are not greedy, any id of its noise block
+                        (fs_record_push_block: only greedy rows read it) */
     float sum_exp;   /* sum over allowed tokens of exp(s - max_s) */
     float best_key;  /* largest block key (see above) over blocks with an eligible token */
     int32_t best_id; /* the token drawn inside that block; -1 if none */
@@ -84,11 +86,17 @@ FS_HD void fs_record_init(fs_record *r)
 
 /* exp for the per-token and per-block weights: the hardware exponential on
  * the GPU (relative error ~1e-6, far inside the near-tie tolerance the CPU
- * oracle is compared with), libm on the host. */
+ * oracle is compared with), libm on the host.  ex2.approx.ftz, as __expf
+ * compiles under -ftz: a weight below 2^-126 (a token e^-87 times less
+ * likely than its block's max) is 0, and each exponential is two
+ * instructions, where __expf's denormal handling made it five -- the scan
+ * epilogue takes one a token. */
 FS_HD float fs_exp(float x)
 {
 #if defined(__CUDA_ARCH__)
-    return __expf(x);
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
+    return y;
 #else
     return expf(x);
 #endif
@@ -109,6 +117,16 @@ FS_HD int fs_beats(float a, int32_t ia, float b, int32_t ib)
 FS_HD float fs_score(float logit, float bias, float inv_temp)
 {
     return (logit + bias) * inv_temp;
+}
+
+/* The score of a row without bias: fs_score(logit, 0, inv_temp) but for a
+ * logit of -0, whose score stays -0 (l + 0 is +0).  The two zeros compare
+ * equal and give the same exponentials, so only the sign of a zero logit
+ * that draft argmax reports can differ; the add the compiler may not drop
+ * was one instruction a token in the GPU epilogue. */
+FS_HD float fs_score_nobias(float logit, float inv_temp)
+{
+    return logit * inv_temp;
 }
 
 /* Fold a set of tokens whose max score is m (first reached at id mid) and
@@ -276,19 +294,33 @@ FS_HD void fs_record_push_block(fs_record *r, const fs_row_desc *d, int32_t id0,
        (finite, in range, not excluded); the reductions are trees, not
        16-step dependency chains (the GPU epilogue waits on them).  Whether
        the excluded or selected token lies in the block is asked once: in
-       most blocks neither does, and their loop tests finiteness alone */
+       most blocks neither does, and those test finiteness per block, not
+       per token -- a NaN or +inf score flags the record, and the row's
+       status is then FS_ROW_NONFINITE whatever else the record holds, so
+       such a block need not add the rest */
     float v[FS_NOISE_BLOCK];
+    float m, w[FS_NOISE_BLOCK], S;
     const int64_t xo = (int64_t)d->excluded - id0, so = (int64_t)d->selected - id0;
     if ((xo < 0 || xo >= n) && (so < 0 || so >= n)) {
         FS_UNROLL_HOT
-        for (int i = 0; i < FS_NOISE_BLOCK; ++i) {
-            float x = i < n ? s[i] : -INFINITY;
-            if (!(x > -INFINITY && x < INFINITY)) {
-                if (x != -INFINITY)
+        for (int i = 0; i < FS_NOISE_BLOCK; ++i)
+            v[i] = i < n ? s[i] : -INFINITY;
+        /* fs_block_max drops NaN unless every score is NaN or -inf: m is
+           +inf if a score is, finite if one is, else -inf or NaN */
+        m = fs_block_max(v);
+        if (!(m > -INFINITY && m < INFINITY)) {
+            FS_UNROLL_HOT
+            for (int i = 0; i < FS_NOISE_BLOCK; ++i)
+                if (!(v[i] < INFINITY) && !(v[i] == -INFINITY))
                     r->flags |= FS_REC_NONFINITE;
-                x = -INFINITY;
-            }
-            v[i] = x;
+            return;
+        }
+        fs_block_weights(v, m, w);
+        S = fs_block_sum(w);
+        /* with m finite, a weight is in [0, 1] unless its score is NaN */
+        if (!(S == S)) {
+            r->flags |= FS_REC_NONFINITE;
+            return;
         }
     } else {
         FS_UNROLL_HOT
@@ -306,16 +338,20 @@ FS_HD void fs_record_push_block(fs_record *r, const fs_row_desc *d, int32_t id0,
             }
             v[i] = x;
         }
+        m = fs_block_max(v);
+        if (!(m > -INFINITY))
+            return;
+        fs_block_weights(v, m, w);
+        S = fs_block_sum(w);
     }
-    const float m = fs_block_max(v);
-    if (!(m > -INFINITY))
-        return;
-    const int at = fs_block_first_at(v, m);
-    float w[FS_NOISE_BLOCK];
-    fs_block_weights(v, m, w);
-    const float S = fs_block_sum(w);
-    fs_record_add_lse(r, m, id0 + at, S);
-    if (!(d->flags & FS_ROWF_GREEDY) && !fs_block_hopeless(m, r->best_key))
+    /* the argmax's id is read for greedy rows alone (their token) and as
+       "some token is allowed" (fs_record_status): in other rows the block's
+       first id stands in for it, which saves the epilogue its search (32
+       compares and selects a block).  Ties between blocks still go to the
+       lowest, so every merge order keeps the same one */
+    const int greedy = (d->flags & FS_ROWF_GREEDY) != 0;
+    fs_record_add_lse(r, m, id0 + (greedy ? fs_block_first_at(v, m) : 0), S);
+    if (!greedy && !fs_block_hopeless(m, r->best_key))
         fs_record_offer_block(r, d, id0, v, w, m, S);
 }
 
