@@ -179,6 +179,7 @@ struct Args {
     int64_t rows, V, vocab_offset, global_vocab, words;
     int n_items, kblocks, tail_on;
     int w_hint; /* W's L2 hint (enum fs_w_hint, resolved) */
+    int argmax; /* the rows are draft argmax's (argmax_block) */
     int stage_tx; /* bytes a stage's TMA loads deliver (the H boxes hold only the live rows) */
     fs_tail_args tail;
     const fs_tree_row *tree_rows; /* tree verify only, else NULL (tree_scan.cuh) */
@@ -237,6 +238,49 @@ struct Epi {
     int filt;    /* scan and the row filters (FS_ROWF_FILTER) */
 };
 
+/* max that is NaN when either input is (fmaxf drops a NaN) */
+__device__ __forceinline__ float fmax_nan(float a, float b)
+{
+    float y;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b));
+    return y;
+}
+
+/* A draft argmax block (Args::argmax), logits x (-inf past the vocabulary):
+ * only the max and its id are read (fs_finalize_argmax), so no
+ * exponentials -- the record's sum_exp is 1, a positive stand-in for the
+ * merges.  The scores are the logits: draft argmax rows are greedy
+ * (inv_temp 1) and take no bias or mask.  A NaN or +inf logit flags the
+ * record, as the full push does.  Ties keep the lowest id, whatever order
+ * the blocks come in. */
+__device__ __forceinline__ void argmax_block(fs_record &r, const float (&x)[FS_NOISE_BLOCK],
+                                             int32_t id0)
+{
+    float mx[FS_NOISE_BLOCK / 2];
+#pragma unroll
+    for (int i = 0; i < FS_NOISE_BLOCK / 2; ++i)
+        mx[i] = fmax_nan(x[2 * i], x[2 * i + 1]);
+#pragma unroll
+    for (int w = FS_NOISE_BLOCK / 4; w > 0; w >>= 1)
+#pragma unroll
+        for (int i = 0; i < w; ++i)
+            mx[i] = fmax_nan(mx[2 * i], mx[2 * i + 1]);
+    const float m = mx[0];
+    if (!(m > -INFINITY && m < INFINITY)) {
+        if (m != -INFINITY)
+            r.flags |= FS_REC_NONFINITE;
+        return;
+    }
+    if (r.max_id >= 0 && m < r.max_s)
+        return;
+    const int32_t id = id0 + fs_block_first_at(x, m);
+    if (fs_beats(m, id, r.max_s, r.max_id)) {
+        r.max_s = m;
+        r.max_id = id;
+        r.sum_exp = 1.0f;
+    }
+}
+
 /* Push noise block f (local ids v0 + 16 f ..) of buffer row rr.  FILT: the
  * op has filters (a separate instantiation, so that the kernels of the ops
  * without carry no candidate list). */
@@ -257,6 +301,14 @@ __device__ __forceinline__ void epi_block(Epi &e, const float *epi, int rr, int 
         s[4 * j + 1] = l4.y;
         s[4 * j + 2] = l4.z;
         s[4 * j + 3] = l4.w;
+    }
+    if (a.argmax) {
+        if (n < FS_NOISE_BLOCK) /* the vocabulary's last block: a branch, not 16 selects a block */
+#pragma unroll
+            for (int i = 0; i < FS_NOISE_BLOCK; ++i)
+                s[i] = i < n ? s[i] : -INFINITY;
+        argmax_block(e.rec, s, (int32_t)g0);
+        return;
     }
     if (n == FS_NOISE_BLOCK && !a.allowed && !a.bias) {
         /* every block but a row's last, without mask or bias, in a loop of
@@ -1119,6 +1171,7 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
     a.cands = opts ? opts->cands : nullptr;
     a.tree_rows = tree_rows;
     a.tree_child_s = tree_rows ? opts->tree_child_s : nullptr;
+    a.argmax = opts && opts->argmax_only;
     const bool plain = opts && opts->w_stream == FS_W_STREAM_PLAIN;
     a.w_hint = fs_w_hint_for(opts ? opts->w_hint : FS_W_HINT_AUTO, plain);
 

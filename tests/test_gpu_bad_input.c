@@ -1,14 +1,16 @@
 /* Bad input on the CUDA path.
  *  - per-row problems (bad temperature, out-of-range draft, malformed
- *    offsets, NaN logits / hidden states, +inf bias, all-masked row) give the
- *    right fs_row_status and sentinels on those rows, the other rows equal the
- *    CPU context's, and the call returns FS_OK (a CUDA context cannot know);
+ *    offsets, NaN logits / hidden states, +inf bias, all-masked row, fused
+ *    draft argmax's NaN and overflowing rows) give the right fs_row_status
+ *    and sentinels on those rows, the other rows equal the CPU context's,
+ *    and the call returns FS_OK (a CUDA context cannot know);
  *  - host-visible problems (NULL pointers, too-small workspace) return an
  *    error and leave the (poisoned) outputs untouched;
  *  - each filter field alone (top-k, top-p, min-p, the fallback output)
  *    runs; bad filter values are test_gpu_filter's.
  * Without a GPU, only the no-device behaviour of context creation is checked
  * (then the test is skipped). */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include "gpu_util.h"
 
 #ifdef FS_HAVE_CUDA
@@ -135,6 +137,51 @@ static void test_argmax_rows(void **state)
     gt_out_free(&co);
     gt_out_free(&go);
     free(logits);
+}
+
+/* Fused draft argmax with NaN and overflowing hidden states, in each
+ * Hopper tile-kernel shape: 12 rows (the plain kernel), 136 (the epilogue
+ * warps) and 300 (pairs), the rows kernel held off by the context's knobs.
+ * Draft argmax's epilogue computes no exponentials (argmax_block in
+ * kernels/scan_hopper.cu), so its max alone must catch a NaN or +inf logit;
+ * on other devices these are just more rows. */
+static void test_argmax_fused_rows(void **state)
+{
+    (void)state;
+    enum { RMAX = 300, DF = 64 };
+    uint16_t *w, *h;
+    fst_gen_head(4244, V, DF, RMAX, 3.0, FS_DTYPE_BF16, (void **)&w, (void **)&h);
+    const int64_t counts[3] = {12, 136, RMAX};
+    for (int c = 0; c < 3; ++c) {
+        const int64_t rows = counts[c], big = rows / 2;
+        uint16_t *hidden = malloc(sizeof(uint16_t) * (size_t)(rows * DF));
+        memcpy(hidden, h, sizeof(uint16_t) * (size_t)(rows * DF));
+        hidden[1 * DF + 5] = fst_f32_to_bf16(NAN);
+        hidden[(rows - 2) * DF + DF - 1] = fst_f32_to_bf16(NAN);
+        for (int k = 0; k < DF; ++k) /* logits past the fp32 range, both signs */
+            hidden[big * DF + k] = fst_f32_to_bf16(3e38f);
+        setenv("FLASHSPEC_HOPPER_ROWS_MIN", "161", 1);
+        setenv("FLASHSPEC_TILE_PAIRS_MIN", "161", 1);
+        gt_in in = {GT_ARGMAX, 1, FS_DTYPE_BF16, V, DF, rows, rows, w, hidden, NULL,
+                    {NULL, NULL, NULL, NULL, NULL}, {0, 0, 0, NULL, NULL}};
+        gt_out co, go;
+        run_both(&in, &co, &go);
+        unsetenv("FLASHSPEC_HOPPER_ROWS_MIN");
+        unsetenv("FLASHSPEC_TILE_PAIRS_MIN");
+        expect_bad_row(&go, 1, FS_ROW_NONFINITE);
+        expect_bad_row(&go, rows - 2, FS_ROW_NONFINITE);
+        expect_bad_row(&go, big, FS_ROW_NONFINITE);
+        for (int64_t r = 0; r < rows; ++r) {
+            if (go.st[r] != co.st[r] || go.tok[r] != co.tok[r])
+                fail_msg("%lld rows, row %lld: status %d token %d, CPU %d %d", (long long)rows,
+                         (long long)r, go.st[r], go.tok[r], co.st[r], co.tok[r]);
+        }
+        gt_out_free(&co);
+        gt_out_free(&go);
+        free(hidden);
+    }
+    free(w);
+    free(h);
 }
 
 /* verify: per-request failures leave the other requests intact. */
@@ -487,6 +534,7 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sample_rows),     cmocka_unit_test(test_argmax_rows),
+        cmocka_unit_test(test_argmax_fused_rows),
         cmocka_unit_test(test_verify_requests), cmocka_unit_test(test_host_errors),
         cmocka_unit_test(test_bad_ordinal),     cmocka_unit_test(test_filters_one_field),
     };
