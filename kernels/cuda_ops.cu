@@ -262,8 +262,7 @@ static fs_hopper_opts hopper_opts(const fs_context *ctx, const fs_op_args *a)
     o.tile_pairs_min = ctx->tile_pairs_min >= 0 ? ctx->tile_pairs_min
                        : ctx->hopper_rows_min
                            ? 0
-                           : fs_hopper_pairs_min(a->op == FS_OP_VERIFY_TREE, a->head->hidden_dim,
-                                                 ctx->hopper_rows_early);
+                           : fs_hopper_pairs_min(ctx->hopper_rows_early);
     o.odd_pairs = ctx->hopper_odd_pairs;
     o.row_block = ctx->hopper_row_block;
     o.ties_128 = ctx->hopper_rows_ties_128;

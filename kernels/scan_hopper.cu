@@ -1015,14 +1015,14 @@ extern "C" int64_t fs_hopper_rows_max_fast_hbm(int tree, int64_t D)
  * (sample of 320 rows on 151936 x 4096 0.85-0.94 -> 0.75 ms, verify of 52
  * requests there 0.75-0.78 -> 0.62); at 176-256 rows, whose halves the
  * 128-row block pads, 2-50% slower.  Tree verify of 320 rows: 13% faster on
- * 128256 x 8192, 3-7% on 151936 x 4096, 6-19% slower on 262144 x 3072 --
- * trees where D > 5120, as in fs_hopper_rows_max_fast_hbm.  An H100 is not
- * measured: the rows kernel keeps it. */
-extern "C" int64_t fs_hopper_pairs_min(int tree, int64_t D, int fast_hbm)
+ * 128256 x 8192; with the epilogue's block push at half its instructions
+ * (bench/results/2026-11-29-h200-epilogue-instructions/) also 10-16% on
+ * 151936 x 4096 and 262144 x 3072 (8 requests x 40 nodes; 14-17% slower
+ * at 8 x 32 = 256 rows, as the other ops).  An H100 is not measured: the
+ * rows kernel keeps it. */
+extern "C" int64_t fs_hopper_pairs_min(int fast_hbm)
 {
-    if (!fast_hbm || (tree && D <= 5120))
-        return 0;
-    return 2 * 128 + 1;
+    return fast_hbm ? 2 * 128 + 1 : 0;
 }
 
 /* Measured on H100 (A/B runs of each kernel forced, both shapes; the

@@ -131,10 +131,10 @@ int64_t fs_hopper_rows_min_fast_hbm(int argmax, int64_t D);
  * blocks are the faster (scan_hopper.cu).  0: every count. */
 int64_t fs_hopper_rows_max_fast_hbm(int tree, int64_t D);
 
-/* The rows from which the tile kernel's pairs take tree verify (tree 1) or
- * the other ops with hidden size D (up to 320 rows; 0: never), on a chip
- * whose memory outpaces an H100's (fast_hbm) or not. */
-int64_t fs_hopper_pairs_min(int tree, int64_t D, int fast_hbm);
+/* The rows from which the tile kernel's pairs take the unfiltered ops, tree
+ * verify included (up to 320 rows; 0: never), on a chip whose memory
+ * outpaces an H100's (fast_hbm) or not. */
+int64_t fs_hopper_pairs_min(int fast_hbm);
 
 /* The kernel a launch with these options takes (opts may be NULL). */
 int fs_hopper_kernel_for(int64_t rows, const fs_hopper_opts *opts);
