@@ -248,12 +248,19 @@ static bool hopper_can(const fs_context *ctx, const fs_op_args *a)
 static fs_hopper_opts hopper_opts(const fs_context *ctx, const fs_op_args *a)
 {
     fs_hopper_opts o = {};
+    /* the epilogue warps from 80 rows on an H200 (fs_hopper_rows_span_ew80),
+       from 128 elsewhere (an H100 is not measured with the smaller blocks) */
+    o.ew_min_bn = ctx->tile_ew_min_bn ? ctx->tile_ew_min_bn : ctx->hopper_rows_early ? 80 : 128;
     o.rows_min = ctx->hopper_rows_min;
     if (!o.rows_min && ctx->hopper_rows_early) { /* trees as verify */
-        o.rows_min = fs_hopper_rows_min_fast_hbm(a->op == FS_OP_ARGMAX, a->head->hidden_dim);
-        if (!ctx->tile_no_epi_wg)
-            o.rows_max = fs_hopper_rows_max_fast_hbm(a->op == FS_OP_VERIFY_TREE,
-                                                     a->head->hidden_dim);
+        if (o.ew_min_bn == 80 && !ctx->tile_no_epi_wg) {
+            fs_hopper_rows_span_ew80(a->head->hidden_dim, &o.rows_min, &o.rows_max);
+        } else {
+            o.rows_min = fs_hopper_rows_min_fast_hbm(a->op == FS_OP_ARGMAX, a->head->hidden_dim);
+            if (!ctx->tile_no_epi_wg)
+                o.rows_max = fs_hopper_rows_max_fast_hbm(a->op == FS_OP_VERIFY_TREE,
+                                                         a->head->hidden_dim);
+        }
     }
     o.no_multicast = ctx->hopper_no_multicast;
     o.no_epi_wg = ctx->tile_no_epi_wg;

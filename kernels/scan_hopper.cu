@@ -25,10 +25,11 @@
  *              of its CTA (its running best key prunes hopeless blocks), and
  *              the TPB records of a row merge once, at the end: one record per
  *              (row, CTA).
- *   epilogue warps  128-, 144- and 160-row blocks of unfiltered ops (the EW
- *              kernels, 416 / 512 threads): the pushes above held up the MMA
- *              warpgroups' wgmma issue there, so four (128 rows) or seven
- *              more warps push the staged tile while they run the next
+ *   epilogue warps  128-, 144- and 160-row blocks of unfiltered ops, and
+ *              80- and 96-row ones where fs_hopper_opts::ew_min_bn says (the
+ *              EW kernels, 416 / 512 threads): the pushes above held up the
+ *              MMA warpgroups' wgmma issue there, so four (80-128 rows) or
+ *              seven more warps push the staged tile while they run the next
  *              (ew_mma, ew_epilogue; 19-22% fewer SM cycles at 160 rows on
  *              an H200 with four).
  *   tail       the last CTA to finish merges the records and finalizes the op
@@ -58,6 +59,7 @@
 #include "scan_hopper.cuh"
 #include "scan_hopper_rows.cuh"
 
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -82,10 +84,10 @@ constexpr int BM = FS_HOPPER_TILE_V; /* vocabulary per tile (= per record) */
 constexpr int NCW = 8;               /* consumer warps (2 warpgroups) */
 constexpr int NCT = NCW * 32;        /* consumer threads */
 constexpr int THREADS = NCT + 32;    /* + the producer warp */
-/* The epilogue warps (EW kernels: 128-, 144- and 160-row blocks, no
- * filters): ewt(BN) more threads push the staged tile's noise blocks while
- * the two MMA warpgroups run the next tile's wgmmas.  Four warps at 128 rows
- * (a row a thread), seven past them: 512 threads in all leave ptxas the 128
+/* The epilogue warps (EW kernels: 80- to 160-row blocks, no filters):
+ * ewt(BN) more threads push the staged tile's noise blocks while the two
+ * MMA warpgroups run the next tile's wgmmas.  Four warps up to 128 rows (at
+ * 128 a row a thread), seven past them: 512 threads in all leave ptxas the 128
  * registers a thread that the 160-row wgmma's kernel takes (127), where an
  * eighth would cap it at 120.  Seven against four (one warpgroup, the rows
  * past 128 shared by four or eight threads): sample and verify of 140-320
@@ -101,6 +103,12 @@ constexpr int ewt(int bn)
 constexpr int threads_ew(int bn)
 {
     return NCT + ewt(bn) + 32; /* MMA, epilogue, the producer warp */
+}
+/* The row blocks that have EW kernels: 80 and 96 rows (where
+ * fs_hopper_opts::ew_min_bn takes them) and 128-160. */
+constexpr bool ew_bn(int bn)
+{
+    return bn >= 80;
 }
 constexpr int BAR_FREE = 2, BAR_FULL = 3, BAR_EPI = 4;
 constexpr int LDS = BM;              /* epilogue buffer pitch (floats), XOR-swizzled */
@@ -145,7 +153,8 @@ template <int BN> struct Cfg {
 
 /* The epilogue warps' share of a tile: tasks (g, f) = noise block f of the
  * 32 rows of group g (lane l: row 32 g + l), in the order g * NBLK + f, T
- * consecutive ones a warp (6 at 144-160 rows; 8, one group, at 128).  Every
+ * consecutive ones a warp (6 at 80-96 and 144-160 rows; 8, one group, at
+ * 128).  Every
  * lane of a warp runs the same block of its row at once (the buffer's
  * swizzle keeps those reads conflict-free, and no lane waits on another's
  * loop), a warp's tasks lie in at most two groups, and a row's blocks in at
@@ -601,7 +610,7 @@ __global__ void __launch_bounds__(EW ? threads_ew(BN) : THREADS, 1)
                     const Args a)
 {
     using C = Cfg<BN>;
-    static_assert(!EW || (BN > 96 && !FILT), "EW: 128-160-row blocks, no filters");
+    static_assert(!EW || (ew_bn(BN) && !FILT), "EW: 80-160-row blocks, no filters");
     static_assert(!PAIR || EW, "pairs: the EW kernels");
     constexpr int PW = EW ? (NCT + ewt(BN)) / 32 : NCW; /* the producer warp */
     extern __shared__ unsigned char smem_raw[];
@@ -856,11 +865,12 @@ template <int BN> int pair_clusters()
 }
 
 /* tw: W in boxes of BM tokens, or BM / 2 for pairs (slots: the grid's
- * clusters).  ew_ok: the EW kernels may take a block of more than 96 rows
- * (no filters, FLASHSPEC_TILE_EPI_WG on). */
+ * clusters).  ew_min: the smallest row block the EW kernels take (no
+ * filters, FLASHSPEC_TILE_EPI_WG on; 80, 96 or 128, INT_MAX: none); pairs
+ * are EW kernels whatever it is. */
 template <int BN>
 cudaError_t launch(const CUtensorMap &tw, const void *H, int is_bf16, int64_t D, int64_t rows,
-                   const Args &a0, int grid, bool ew_ok, bool pair, int device,
+                   const Args &a0, int grid, int ew_min, bool pair, int device,
                    cudaStream_t stream)
 {
     CUtensorMap th;
@@ -882,20 +892,22 @@ cudaError_t launch(const CUtensorMap &tw, const void *H, int is_bf16, int64_t D,
        launch, cooperative for its grid barrier (the grid is at most one CTA
        an SM, fs_hopper_records_per_row) */
     const bool filt = a.cands != nullptr;
-    const bool ew = BN > 96 && ew_ok;
-    if (pair && (!ew || a0.tail.single))
-        return cudaErrorInvalidValue; /* pairs: the EW kernels, no single launch */
+    const bool ew = ew_bn(BN) && (pair || BN >= ew_min);
+    if (pair && (BN < 128 || a0.tail.single))
+        return cudaErrorInvalidValue; /* pairs: 128-160-row EW kernels, no single launch */
     fs_pdl_config pc(dim3((unsigned)(pair ? 2 * grid : grid)), dim3(ew ? threads_ew(BN) : THREADS),
                      Cfg<BN>::SMEM, stream, !a0.tail.single);
     if (a0.tail.single)
         pc.cooperative();
-    if constexpr (BN > 96) {
+    if constexpr (BN >= 128) {
         if (pair) {
             pc.cluster_x(2);
             e = is_bf16 ? launch_one<BN, true, false, true, true>(tw, th, a, pc, device)
                         : launch_one<BN, false, false, true, true>(tw, th, a, pc, device);
             return e != cudaSuccess ? e : cudaGetLastError();
         }
+    }
+    if constexpr (ew_bn(BN)) {
         if (ew) {
             e = is_bf16 ? launch_one<BN, true, false, true>(tw, th, a, pc, device)
                         : launch_one<BN, false, false, true>(tw, th, a, pc, device);
@@ -930,6 +942,9 @@ int64_t num_tiles(int64_t V_local)
     return (V_local + BM - 1) / BM;
 }
 
+/* 96-row halves (161-192 rows) were measured too: 3-12% slower than the
+ * rows kernel's 192-row CTA for sample and verify on three shapes, draft
+ * argmax even (bench/results/2026-11-29-h200-epilogue-instructions/). */
 int pair_bn(int64_t rows)
 {
     const int64_t half = (rows + 1) / 2;
@@ -1006,6 +1021,27 @@ extern "C" int64_t fs_hopper_rows_max_fast_hbm(int tree, int64_t D)
     if (D > 5120)
         return 128;
     return tree ? 0 : 96;
+}
+
+/* H200 with the epilogue warps from 80 rows (fs_hopper_opts::ew_min_bn 80),
+ * which replaces the two rules above: the tile kernel's 80- and 96-row EW
+ * blocks against the rows kernel and the plain 80- and 96-row blocks, each
+ * forced, in one process (bench/results/2026-11-29-h200-epilogue-
+ * instructions/, calls 3-4).  72-96 rows: the EW blocks the fastest for
+ * every op on 151936 x 4096, 128256 x 8192 and 262144 x 3072 (verify of 16
+ * requests on the third 0.47-0.49 -> 0.42 ms, sample of 96 rows on the
+ * second 0.57 -> 0.53-0.54), but for sample of 80 and draft argmax of 88
+ * rows on the second (even).  Tree verify of 72-160 rows on the first and
+ * third 1-7% faster (128 rows on the third even), on the second 1-3% faster
+ * at 72-96 rows and 3.5% slower at 128.  With D = 8192 the rows kernel's
+ * 128-row block stays the faster at 104-128 rows (sample of 128 rows 0.54
+ * against 0.56 ms, draft argmax 0.53 against 0.56).  So the rows kernel
+ * takes 97-128 rows where D > 5120 and no count up to 160 elsewhere, for
+ * every op. */
+extern "C" void fs_hopper_rows_span_ew80(int64_t D, int64_t *rows_min, int64_t *rows_max)
+{
+    *rows_min = D > 5120 ? FS_HOPPER_ROWS_MIN_DEFAULT : FS_HOPPER_TILE_MAX_ROWS + 1;
+    *rows_max = D > 5120 ? 128 : 0;
 }
 
 /* H200, the pairs against the rows kernel in one process, 176-320 rows on
@@ -1161,8 +1197,11 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
         return (int)cudaErrorInvalidValue; /* no grid barrier across clusters */
     if (n_recs <= 0)
         return (int)cudaErrorInvalidValue; /* pairs: the device's cluster count unknown */
-    const bool ew_ok = !(opts && (opts->no_epi_wg || opts->cands));
-    const int bn = pair ? pair_bn(rows) : pick_bn(rows, ew_ok);
+    const int ew_min = opts && (opts->no_epi_wg || opts->cands)
+                           ? INT_MAX
+                           : opts && (opts->ew_min_bn == 80 || opts->ew_min_bn == 96) ? opts->ew_min_bn
+                                                                                      : 128;
+    const int bn = pair ? pair_bn(rows) : pick_bn(rows, ew_min <= 128);
     Args a;
     fill_scan_args(a, descs, logit_bias, allowed, recs, rows, V_local, vocab_offset, global_vocab,
                    D, tail); /* kblocks: per 64-wide box; launch() makes it per stage */
@@ -1181,15 +1220,15 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
         return (int)e;
     const int grid = (int)n_recs;
     switch (bn) {
-    case 16: e = launch<16>(tw, H, is_bf16, D, rows, a, grid, ew_ok, pair, device, stream); break;
-    case 32: e = launch<32>(tw, H, is_bf16, D, rows, a, grid, ew_ok, pair, device, stream); break;
-    case 48: e = launch<48>(tw, H, is_bf16, D, rows, a, grid, ew_ok, pair, device, stream); break;
-    case 64: e = launch<64>(tw, H, is_bf16, D, rows, a, grid, ew_ok, pair, device, stream); break;
-    case 80: e = launch<80>(tw, H, is_bf16, D, rows, a, grid, ew_ok, pair, device, stream); break;
-    case 96: e = launch<96>(tw, H, is_bf16, D, rows, a, grid, ew_ok, pair, device, stream); break;
-    case 128: e = launch<128>(tw, H, is_bf16, D, rows, a, grid, ew_ok, pair, device, stream); break;
-    case 144: e = launch<144>(tw, H, is_bf16, D, rows, a, grid, ew_ok, pair, device, stream); break;
-    default: e = launch<160>(tw, H, is_bf16, D, rows, a, grid, ew_ok, pair, device, stream); break;
+    case 16: e = launch<16>(tw, H, is_bf16, D, rows, a, grid, ew_min, pair, device, stream); break;
+    case 32: e = launch<32>(tw, H, is_bf16, D, rows, a, grid, ew_min, pair, device, stream); break;
+    case 48: e = launch<48>(tw, H, is_bf16, D, rows, a, grid, ew_min, pair, device, stream); break;
+    case 64: e = launch<64>(tw, H, is_bf16, D, rows, a, grid, ew_min, pair, device, stream); break;
+    case 80: e = launch<80>(tw, H, is_bf16, D, rows, a, grid, ew_min, pair, device, stream); break;
+    case 96: e = launch<96>(tw, H, is_bf16, D, rows, a, grid, ew_min, pair, device, stream); break;
+    case 128: e = launch<128>(tw, H, is_bf16, D, rows, a, grid, ew_min, pair, device, stream); break;
+    case 144: e = launch<144>(tw, H, is_bf16, D, rows, a, grid, ew_min, pair, device, stream); break;
+    default: e = launch<160>(tw, H, is_bf16, D, rows, a, grid, ew_min, pair, device, stream); break;
     }
     return (int)e;
 }

@@ -104,6 +104,8 @@ typedef struct fs_hopper_opts {
     int w_hint;               /* enum fs_w_hint (AUTO: by w_stream) */
     int no_epi_wg;            /* tile kernel: 128-160-row blocks without filters push in the
                                  MMA warpgroups, not in epilogue warps (A/B runs) */
+    int ew_min_bn;            /* tile kernel: the smallest row block the epilogue warps take
+                                 (80, 96; other values: 128) */
     int64_t tile_pairs_min;   /* tile kernel in pairs (2-CTA clusters, each CTA half the
                                  rows, W multicast) from this many rows, 161-320 rows
                                  without filters; 0 = never (scan_hopper.cu) */
@@ -122,7 +124,8 @@ typedef struct fs_hopper_opts {
 /* The rows from which the rows kernel takes sample, verify, tree verify
  * (argmax 0) or draft argmax (argmax 1) with hidden size D on a chip whose memory
  * outpaces an H100's (an H200: fs_context.hopper_rows_early), where the
- * tile kernel's 80- and 96-row blocks lose to it (scan_hopper.cu). */
+ * tile kernel's plain 80- and 96-row blocks lose to it (scan_hopper.cu):
+ * with its epilogue warps from 128 rows only (FLASHSPEC_TILE_EW_MIN_ROWS=128). */
 int64_t fs_hopper_rows_min_fast_hbm(int argmax, int64_t D);
 
 /* The last row count the rows kernel takes on such a chip (from
@@ -130,6 +133,11 @@ int64_t fs_hopper_rows_min_fast_hbm(int argmax, int64_t D);
  * ops: past it, up to 160 rows, the tile kernel's epilogue-warpgroup
  * blocks are the faster (scan_hopper.cu).  0: every count. */
 int64_t fs_hopper_rows_max_fast_hbm(int tree, int64_t D);
+
+/* On such a chip with the tile kernel's epilogue warps from 80 rows
+ * (fs_hopper_opts::ew_min_bn 80): the rows the rows kernel takes up to 160,
+ * rows_min .. rows_max (0: no bound), for every op with hidden size D. */
+void fs_hopper_rows_span_ew80(int64_t D, int64_t *rows_min, int64_t *rows_max);
 
 /* The rows from which the tile kernel's pairs take the unfiltered ops, tree
  * verify included (up to 320 rows; 0: never), on a chip whose memory

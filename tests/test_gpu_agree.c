@@ -238,6 +238,9 @@ static void test_fused_bf16(void **state)
            or three warps) with bias and mask */
         {1, FS_DTYPE_BF16, 20011, 200, 120, 0, 1},
         {1, FS_DTYPE_BF16, 9001, 264, 33, 1, 0},
+        /* 180 rows: under test_gpu_agree_pairs two 128-row halves of 90
+           rows (the second's H box past the last row zero-filled) */
+        {1, FS_DTYPE_BF16, 7001, 200, 180, 1, 0},
     };
     run_cases(cs, sizeof cs / sizeof cs[0]);
 }

@@ -528,6 +528,11 @@ static void test_fused(void **state)
         {1, FS_DTYPE_BF16, 4099, 264, SH_MIXED, 10, 0},
         {1, FS_DTYPE_BF16, 2000, 4096, SH_MIXED, 5, 1},
         {1, FS_DTYPE_BF16, 5003, 136, SH_FIXED5, 40, 1}, /* 240 rows */
+        /* 90 and 180 rows: the epilogue warps' 96-row block (an H200, or
+           test_gpu_tree_ew_small) and, under test_gpu_tree_pairs, a pair of
+           half-empty 128-row blocks */
+        {1, FS_DTYPE_BF16, 5003, 136, SH_FIXED5, 15, 1},
+        {1, FS_DTYPE_BF16, 4099, 136, SH_FIXED5, 30, 0},
         {1, FS_DTYPE_BF16, 3001, 100, SH_MIXED, 50, 0},
         {1, FS_DTYPE_F16, 6007, 264, SH_FIXED5, 50, 1}, /* 300 rows: 3 row blocks */
         /* fp16 head; fp32 head (SIMT scan) */
