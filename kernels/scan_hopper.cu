@@ -1210,7 +1210,9 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
     a.cands = opts ? opts->cands : nullptr;
     a.tree_rows = tree_rows;
     a.tree_child_s = tree_rows ? opts->tree_child_s : nullptr;
-    a.argmax = opts && opts->argmax_only;
+    /* argmax_block scores the logits themselves: draft argmax takes no bias
+       or mask, and a launch that passes them keeps the full push */
+    a.argmax = opts && opts->argmax_only && !logit_bias && !allowed;
     const bool plain = opts && opts->w_stream == FS_W_STREAM_PLAIN;
     a.w_hint = fs_w_hint_for(opts ? opts->w_hint : FS_W_HINT_AUTO, plain);
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Five device calls on one H200; builds made off the device and carried
+# Eight device calls on one H200; builds made off the device and carried
 # (bench/tools/carry_pack.sh /tmp/b-full; carry ["carry-bin", ".deps"]; and
 # carry-bin/extra.txz: the session's starting build, 93e5ba3, as
 # bench_old / tree_old, and the m_amaxnan mutant's test_gpu_bad_input,
@@ -102,3 +102,8 @@ echo "sweep rc=$?" >> $O/sweep.txt
 #   A='runs/callN_TAG_A_*.txt' B='runs/callN_TAG_B_*.txt' > bench_table_callN*.txt; tree tables:
 #   the tree rows of runs/callN_tree_*; issue20_score.py sweep.txt > issue20_score.txt;
 #   ncu_metrics_table.py ncu_call1_*.csv and their smsp__inst_executed.sum rows
+
+# ---- call 8 (O=/tmp/o8): the argmax guard (Args::argmax only without bias
+# or mask; host code), the tests of the argmax and tile-kernel paths
+O=/tmp/o8; mkdir -p $O
+(cd $B && timeout 200 ctest -R '^test_gpu_(bad_input|single|agree_tile160|agree_pairs|agree_ew_small|tp)$' -j4 --output-on-failure > $O/ctest_8.txt 2>&1)
