@@ -5,8 +5,11 @@
 # bench_old / tree_old, and the m_amaxnan mutant's test_gpu_bad_input,
 # built with kernels/scan_hopper.cu's fmax_nan as fmaxf).  Call 1 ran the
 # block-push and argmax commits, call 2 the same build, call 3 the 80-96-row
-# EW blocks and 96-row pairs behind knobs, call 4 the same build, call 5
-# the committed defaults.  Each call began:
+# EW blocks and 96-row pairs behind knobs, call 4 the same build, call 5 a
+# build whose H200 default lost ew_min_bn (its tests and sanitizers, which
+# set the knobs, are kept; its timings are not), call 6 the rows kernel of
+# the start against the new one, call 7 the committed defaults, call 8 the
+# argmax guard.  Each call began:
 set -u
 bash bench/tools/carry_unpack.sh >/dev/null
 export LD_LIBRARY_PATH=/tmp/fs_deps/usr/lib/x86_64-linux-gnu:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64
@@ -36,7 +39,8 @@ for v in old new; do
     $Y --shapes 151936x4096 --rows 160,320 --ops sample,argmax --rounds 1 --reps 1 --warmup 0 --gemm heuristic > $O/ncu_$v.csv 2>&1
 done
 
-# ---- call 2 (O=/tmp/o2): the mutant, pairs at 200-256 rows, trees in pairs, the sweep
+# ---- call 2 (O=/tmp/o2): the mutant, pairs at 200-256 rows, trees in pairs, a sweep
+# (superseded by call 7's, not kept)
 O=/tmp/o2; mkdir -p $O/ab
 (cd $B/tests && san mut_m_amaxnan_bad_input.txt $F/m_amaxnan/test_gpu_bad_input)
 OUT=$O/ab timeout 150 bash bench/tools/ab_rounds.sh -r 2 p256 \
@@ -73,8 +77,9 @@ OUT=$O/ab timeout 150 bash bench/tools/ab_rounds.sh -r 2 d8k \
   "--shapes 128256x8192,152064x5120 --rows 104,120,128 --requests 22,25 --ops sample,argmax,verify --rounds 2 --reps 10 --warmup 3" \
   rowsk=$X tile=$X@FLASHSPEC_HOPPER_ROWS_MIN=161 > $O/ab_d8k.txt 2>&1
 
-# ---- call 5 (O=/tmp/o5, the committed defaults): GPU suite, sanitizers of the
-# 80-96-row EW blocks, A/B against the session's start, trees, the sweep
+# ---- call 5 (O=/tmp/o5): GPU suite, sanitizers of the 80-96-row EW blocks
+# (its A/B, trees and sweep ran on a build whose H200 default lost
+# ew_min_bn and are not kept)
 O=/tmp/o5; mkdir -p $O/ab
 (cd $B && timeout 420 ctest -L gpu -j4 --output-on-failure > $O/ctest_gpu.txt 2>&1) &
 (export FLASHSPEC_TILE_EW_MIN_ROWS=80 FLASHSPEC_HOPPER_ROWS_MIN=161 FS_GPU_TEST_SMALL=1
@@ -89,21 +94,33 @@ O=/tmp/o5; mkdir -p $O/ab
  unset FLASHSPEC_TILE_EW_MIN_ROWS FLASHSPEC_HOPPER_ROWS_MIN
  san san_memcheck_bad_input.txt $S --tool memcheck --error-exitcode 1 ./test_gpu_bad_input) &
 wait
-OUT=$O/ab timeout 150 bash bench/tools/ab_rounds.sh -r 2 dflt \
+
+# ---- call 6 (O=/tmp/o6): the rows kernel of the start against the new one
+O=/tmp/o6; mkdir -p $O/ab
+OUT=$O/ab timeout 200 bash bench/tools/ab_rounds.sh -r 3 rowsk \
+  "--shapes 151936x4096,262144x3072 --rows 96,192,512 --requests 16,64 --ops sample,argmax,verify --rounds 2 --reps 10 --warmup 3" \
+  start=$F/bench_old@FLASHSPEC_HOPPER_ROWS_MIN=1 now=$X@FLASHSPEC_HOPPER_ROWS_MIN=1 > $O/ab_rowsk.txt 2>&1
+
+# ---- call 7 (O=/tmp/o7, the committed defaults): GPU suite, which kernel
+# 72-96 rows launch, A/B against the session's start, trees, the sweep
+O=/tmp/o7; mkdir -p $O/ab
+(cd $B && timeout 330 ctest -L gpu -j4 --output-on-failure > $O/ctest_gpu.txt 2>&1)
+timeout 40 $NCU --clock-control none -k regex:'fsh' -c 6 --csv --metrics launch__block_size,launch__grid_size,gpu__time_duration.sum \
+  $X --shapes 262144x3072 --rows 72,96 --requests 16 --ops sample,argmax,verify --rounds 1 --reps 1 --warmup 0 --gemm heuristic > $O/ncu_launch.csv 2>&1
+OUT=$O/ab timeout 130 bash bench/tools/ab_rounds.sh -r 2 dflt \
   "--shapes 151936x4096,128256x8192,262144x3072 --rows 72,96,128,160,320 --requests 16,32,64 --ops sample,argmax,verify --rounds 2 --reps 10 --warmup 3" \
   start=$F/bench_old now=$X > $O/ab_dflt.txt 2>&1
 for r in 1 2; do for v in start now; do
   T=$TB; [ $v = start ] && T=$F/tree_old
-  timeout 80 $T --shapes 151936x4096,262144x3072 --requests 8 --nodes 11,19,39 --rounds 2 --reps 6 > $O/ab/tree_${v}_$r.txt 2>&1
+  timeout 60 $T --shapes 151936x4096,262144x3072 --requests 8 --nodes 11,19,39 --rounds 2 --reps 6 > $O/ab/tree_${v}_$r.txt 2>&1
 done; done
-timeout 300 $X --shapes 151936x4096,128256x8192,262144x3072 > $O/sweep.txt 2>&1
-echo "sweep rc=$?" >> $O/sweep.txt
-# off the device: bench_ab_table.py --methods fs_sample,fs_draft_argmax,fs_verify,cublas_matmul
-#   A='runs/callN_TAG_A_*.txt' B='runs/callN_TAG_B_*.txt' > bench_table_callN*.txt; tree tables:
-#   the tree rows of runs/callN_tree_*; issue20_score.py sweep.txt > issue20_score.txt;
-#   ncu_metrics_table.py ncu_call1_*.csv and their smsp__inst_executed.sum rows
+timeout 200 $X --shapes 151936x4096,128256x8192,262144x3072 > $O/sweep.txt 2>&1
 
 # ---- call 8 (O=/tmp/o8): the argmax guard (Args::argmax only without bias
 # or mask; host code), the tests of the argmax and tile-kernel paths
 O=/tmp/o8; mkdir -p $O
 (cd $B && timeout 200 ctest -R '^test_gpu_(bad_input|single|agree_tile160|agree_pairs|agree_ew_small|tp)$' -j4 --output-on-failure > $O/ctest_8.txt 2>&1)
+# off the device: bench_ab_table.py --methods fs_sample,fs_draft_argmax,fs_verify,cublas_matmul
+#   A='runs/callN_TAG_A_*.txt' B='runs/callN_TAG_B_*.txt' > bench_table_callN*.txt; tree
+#   tables: the tree rows of runs/callN_tree_*; issue20_score.py sweep.txt > issue20_score.txt;
+#   ncu_metrics_table.py ncu_call1_*.csv and their smsp__inst_executed.sum rows
