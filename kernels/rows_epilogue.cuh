@@ -82,14 +82,6 @@ __device__ __forceinline__ float quad_max(float x)
 /* Accumulator of row HALF, column 8 j + 2 gc + e. */
 #define FSHR_ACC(j, e) acc[4 * (j) + 2 * HALF + (e)]
 
-/* 2^x on the special-function unit (what __expf uses). */
-__device__ __forceinline__ float ex2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
-
 /* Tree verify: which tiles of a job hold one of the row's children.  The
  * job covers units u0 .. u1 - 1 of the shard (UNIT tokens each, clipped to
  * its V), in tiles of upt units from u0; bit (u % 64) is set when the tile
@@ -257,18 +249,9 @@ __device__ __forceinline__ void prepare(RowState &r, float (&acc)[NA], int64_t v
         tree_children<HALF, NA>(r, acc, v0, g0, ncols, gc, it, a);
 }
 
-/* max that returns NaN when either input is NaN (fmaxf drops it): the
- * argmax-only epilogue has no sum of exponentials to carry a NaN. */
-__device__ __forceinline__ float fmax_nan(float a, float b)
-{
-    float y;
-    asm("max.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b));
-    return y;
-}
-
 template <bool NANP> __device__ __forceinline__ float vmax(float a, float b)
 {
-    return NANP ? fmax_nan(a, b) : fmaxf(a, b);
+    return NANP ? fs_fmax_nan(a, b) : fmaxf(a, b);
 }
 
 /* The thread's max m (logit units) and, when col, its lowest column (else
@@ -441,8 +424,10 @@ __device__ __forceinline__ void block_sums(const float (&acc)[NA], float c, floa
     const float nb = m > -INFINITY ? -m * c : 0.0f;
 #pragma unroll
     for (int k = 0; k < NB; ++k)
-        S4[k] = (ex2(fmaf(FSHR_ACC(2 * k, 0), c, nb)) + ex2(fmaf(FSHR_ACC(2 * k, 1), c, nb))) +
-                (ex2(fmaf(FSHR_ACC(2 * k + 1, 0), c, nb)) + ex2(fmaf(FSHR_ACC(2 * k + 1, 1), c, nb)));
+        S4[k] = (fs_ex2(fmaf(FSHR_ACC(2 * k, 0), c, nb)) +
+                 fs_ex2(fmaf(FSHR_ACC(2 * k, 1), c, nb))) +
+                (fs_ex2(fmaf(FSHR_ACC(2 * k + 1, 0), c, nb)) +
+                 fs_ex2(fmaf(FSHR_ACC(2 * k + 1, 1), c, nb)));
 }
 
 /* Reduce-scatter of the quad's block sums, in groups of 8 blocks (NB / 8
@@ -501,8 +486,8 @@ __device__ __forceinline__ int quad_pick(const float (&acc)[NA], int K, float c,
         x2 = k == K ? FSHR_ACC(2 * k + 1, 0) : x2;
         x3 = k == K ? FSHR_ACC(2 * k + 1, 1) : x3;
     }
-    const float w0 = ex2(fmaf(x0, c, nb)), w1 = ex2(fmaf(x1, c, nb));
-    const float w2 = ex2(fmaf(x2, c, nb)), w3 = ex2(fmaf(x3, c, nb));
+    const float w0 = fs_ex2(fmaf(x0, c, nb)), w1 = fs_ex2(fmaf(x1, c, nb));
+    const float w2 = fs_ex2(fmaf(x2, c, nb)), w3 = fs_ex2(fmaf(x3, c, nb));
     /* inclusive scans across the quad of each half's pair sums */
     const float ha = w0 + w1, hb = w2 + w3;
     float sa = ha, sb = hb;
@@ -687,7 +672,7 @@ __device__ __forceinline__ void row_tile(RowState &r, float (&acc)[NA], int64_t 
         return;
     /* the quad's common reference for the block sums */
     const float Ml = quad_max(m);
-    const float f = m > -INFINITY ? ex2((m - Ml) * c) : 0.0f;
+    const float f = m > -INFINITY ? fs_ex2((m - Ml) * c) : 0.0f;
 #pragma unroll
     for (int k = 0; k < NB; ++k)
         S4[k] *= f;

@@ -247,14 +247,6 @@ struct Epi {
     int filt;    /* scan and the row filters (FS_ROWF_FILTER) */
 };
 
-/* max that is NaN when either input is (fmaxf drops a NaN) */
-__device__ __forceinline__ float fmax_nan(float a, float b)
-{
-    float y;
-    asm("max.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b));
-    return y;
-}
-
 /* A draft argmax block (Args::argmax), logits x (-inf past the vocabulary):
  * only the max and its id are read (fs_finalize_argmax), so no
  * exponentials -- the record's sum_exp is 1, a positive stand-in for the
@@ -268,12 +260,12 @@ __device__ __forceinline__ void argmax_block(fs_record &r, const float (&x)[FS_N
     float mx[FS_NOISE_BLOCK / 2];
 #pragma unroll
     for (int i = 0; i < FS_NOISE_BLOCK / 2; ++i)
-        mx[i] = fmax_nan(x[2 * i], x[2 * i + 1]);
+        mx[i] = fs_fmax_nan(x[2 * i], x[2 * i + 1]);
 #pragma unroll
     for (int w = FS_NOISE_BLOCK / 4; w > 0; w >>= 1)
 #pragma unroll
         for (int i = 0; i < w; ++i)
-            mx[i] = fmax_nan(mx[2 * i], mx[2 * i + 1]);
+            mx[i] = fs_fmax_nan(mx[2 * i], mx[2 * i + 1]);
     const float m = mx[0];
     if (!(m > -INFINITY && m < INFINITY)) {
         if (m != -INFINITY)

@@ -84,6 +84,26 @@ FS_HD void fs_record_init(fs_record *r)
     r->flags = 0;
 }
 
+#if defined(__CUDACC__)
+/* 2^x on the special-function unit, denormal results flushed to 0 (what
+ * __expf compiles to under -ftz). */
+__device__ __forceinline__ float fs_ex2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+/* max that is NaN when either input is (fmaxf drops a NaN): the argmax-only
+ * epilogues have no sum of exponentials to carry a NaN. */
+__device__ __forceinline__ float fs_fmax_nan(float a, float b)
+{
+    float y;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(y) : "f"(a), "f"(b));
+    return y;
+}
+#endif
+
 /* exp for the per-token and per-block weights: the hardware exponential on
  * the GPU (relative error ~1e-6, far inside the near-tie tolerance the CPU
  * oracle is compared with), libm on the host.  ex2.approx.ftz, as __expf
@@ -94,9 +114,7 @@ FS_HD void fs_record_init(fs_record *r)
 FS_HD float fs_exp(float x)
 {
 #if defined(__CUDA_ARCH__)
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
-    return y;
+    return fs_ex2(x * 1.4426950408889634f);
 #else
     return expf(x);
 #endif
