@@ -8,7 +8,7 @@
  * decides: greedy and sampled rows, a NaN and a denormal temperature
  * (FS_ROW_BAD_TEMPERATURE), a NULL offset array, bias and mask, 1 to 160
  * rows (the tile kernel's, main pins it; its epilogue warps from 97
- * rows) in an order that leaves a larger op's state behind on one
+ * rows, from 65 on an H200) in an order that leaves a larger op's state behind on one
  * workspace; verify with drafts that the target accepts
  * (chains walked to the bonus row), ragged requests, none with drafts, a
  * draft outside the vocabulary, a request past max_drafts and a malformed
@@ -212,7 +212,8 @@ static const vcase kVerify[] = {
     {{3, -1}, 3, 0},                      /* 4 rows */
     {{4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, -1}, 4, 0}, /* 80 rows */
     {{5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, -1}, 5, 0}, /* 88 rows */
-    /* the epilogue warps' row blocks: 104 rows (128), 160 rows */
+    /* the epilogue warps' row blocks (80 and 88 rows above too on an
+       H200): 104 rows (128), 160 rows */
     {{6, 5, 6, 5, 6, 5, 6, 5, 6, 5, 6, 5, 6, 5, 6, 5, -1}, 6, 0},
     {{7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, -1}, 7, 0},
     {{7, 2, 7, 3, 7, 7, 2, 7, 7, 7, 7, 1, 7, 7, 7, 7, 7, 7, 4, 7, -1}, 7, 1}, /* 137 rows */
