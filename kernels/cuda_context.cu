@@ -4,6 +4,7 @@
 
 #include "cuda_common.cuh"
 #include "filter_gpu.cuh"
+#include "hopper_policy.h"
 #include "scan_hopper.cuh"
 
 #define FS_MAX_DEVICES 64
@@ -80,64 +81,28 @@ static int64_t env_count(const char *name, int64_t dflt)
     return n < 0 ? dflt : (int64_t)n;
 }
 
-extern "C" fs_status fs_cuda_context_init(fs_context *ctx, int device_ordinal)
+/* The knobs, by the chip's class: everything below is a default measured on
+ * an H100 (fast_hbm 0) or an H200 (1), or a FLASHSPEC_* switch for A/B runs
+ * and tests.  tests/test_hopper_policy.c walks the kernel choices they
+ * make. */
+extern "C" void fs_cuda_context_knobs(fs_context *ctx, int fast_hbm)
 {
-    int n = fs_cuda_device_count();
-    if (n <= 0)
-        return fs_fail(ctx, FS_ERR_NO_DEVICE, "no CUDA device is visible (driver or GPU missing)");
-    if (device_ordinal < 0 || device_ordinal >= n)
-        return fs_fail(ctx, FS_ERR_NO_DEVICE, "CUDA device ordinal %d outside [0, %d)",
-                       device_ordinal, n);
-    int sm = 0, major = 0, minor = 0;
-    cudaError_t e = cudaDeviceGetAttribute(&sm, cudaDevAttrMultiProcessorCount, device_ordinal);
-    if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_ordinal);
-    if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device_ordinal);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        return fs_fail(ctx, FS_ERR_NO_DEVICE, "querying CUDA device %d: %s", device_ordinal,
-                       cudaGetErrorString(e));
-    }
-    if (major < 8)
-        return fs_fail(ctx, FS_ERR_NO_DEVICE,
-                       "CUDA device %d has compute capability %d.%d; flashspec needs 8.0 or newer",
-                       device_ordinal, major, minor);
-    ctx->device = device_ordinal;
-    ctx->sm_count = sm;
-    ctx->cc_major = major;
-    ctx->cc_minor = minor;
-    /* FLASHSPEC_DISABLE_HOPPER forces the generic path (tests cover both) */
-    ctx->hopper = major == 9 && minor == 0 && !env_flag("FLASHSPEC_DISABLE_HOPPER");
-    /* The Hopper kernels' W stream (enum fs_w_stream) by the chip's peak
-       memory bandwidth: promoted at an H100's 3.35 TB/s, plain at an H200's
-       4.9, where each was measured best; the H100's below 4.4 TB/s.
-       FLASHSPEC_W_STREAM=0|1 sets it (A/B runs). */
-    {
-        int clock_khz = 0, bus_bits = 0;
-        if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device_ordinal) !=
-                cudaSuccess ||
-            cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device_ordinal) !=
-                cudaSuccess) {
-            (void)cudaGetLastError();
-            clock_khz = bus_bits = 0;
-        }
-        const double peak = 2.0 * 1e3 * clock_khz * (bus_bits / 8.0); /* bytes / s */
-        const int fast_hbm = peak > 4.4e12; /* an H200, not an H100 */
-        ctx->w_stream = env_count("FLASHSPEC_W_STREAM", fast_hbm) ? FS_W_STREAM_PLAIN
-                                                                  : FS_W_STREAM_PROMOTED;
-        /* FLASHSPEC_W_HINT=0|1|2 (none, evict_first, evict_normal) sets W's
-           L2 hint for either stream (A/B runs); unset: fs_w_hint_for */
-        ctx->w_hint = (int)env_count("FLASHSPEC_W_HINT", FS_W_HINT_AUTO);
-        /* where the rows kernel takes over from the tile kernel, by the same
-           measure (fs_hopper_rows_min_fast_hbm); FLASHSPEC_HOPPER_ROWS_EARLY=0|1
-           sets it (A/B runs) */
-        ctx->hopper_rows_early = env_count("FLASHSPEC_HOPPER_ROWS_EARLY", fast_hbm) != 0;
-        /* the rows kernel's automatic row block where 128 and 192 rows pad
-           as many (fs_hopper_rows_block's tie), by the same measure;
-           FLASHSPEC_HOPPER_ROWS_TIE128=0|1 sets it (A/B runs) */
-        ctx->hopper_rows_ties_128 = env_count("FLASHSPEC_HOPPER_ROWS_TIE128", fast_hbm) != 0;
-    }
+    /* The Hopper kernels' W stream (enum fs_w_stream): promoted on an H100,
+       plain on an H200, where each was measured best.  FLASHSPEC_W_STREAM=0|1
+       sets it (A/B runs). */
+    ctx->w_stream =
+        env_count("FLASHSPEC_W_STREAM", fast_hbm) ? FS_W_STREAM_PLAIN : FS_W_STREAM_PROMOTED;
+    /* FLASHSPEC_W_HINT=0|1|2 (none, evict_first, evict_normal) sets W's
+       L2 hint for either stream (A/B runs); unset: fs_w_hint_for */
+    ctx->w_hint = (int)env_count("FLASHSPEC_W_HINT", FS_W_HINT_AUTO);
+    /* where the rows kernel takes over from the tile kernel, by the chip
+       (fs_hopper_rows_min_fast_hbm); FLASHSPEC_HOPPER_ROWS_EARLY=0|1 sets it
+       (A/B runs) */
+    ctx->hopper_rows_early = env_count("FLASHSPEC_HOPPER_ROWS_EARLY", fast_hbm) != 0;
+    /* the rows kernel's automatic row block where 128 and 192 rows pad
+       as many (fs_hopper_rows_block's tie), by the chip;
+       FLASHSPEC_HOPPER_ROWS_TIE128=0|1 sets it (A/B runs) */
+    ctx->hopper_rows_ties_128 = env_count("FLASHSPEC_HOPPER_ROWS_TIE128", fast_hbm) != 0;
     /* FLASHSPEC_HOPPER_ROWS_MIN moves the switch to the rows-as-M Hopper kernel
        (tests force it to 1 to run every shape through that kernel; the
        benchmark compares the two kernels with it); 0: the kernel's default */
@@ -199,6 +164,50 @@ extern "C" fs_status fs_cuda_context_init(fs_context *ctx, int device_ordinal)
        fewer the tile kernel; 0: the tile kernel in row chunks of 160, each
        re-reading W (A/B runs, tests) */
     ctx->filter_rows_min = env_count("FLASHSPEC_FILTER_ROWS_MIN", FS_HOPPER_TILE_MAX_ROWS + 1);
+}
+
+extern "C" fs_status fs_cuda_context_init(fs_context *ctx, int device_ordinal)
+{
+    int n = fs_cuda_device_count();
+    if (n <= 0)
+        return fs_fail(ctx, FS_ERR_NO_DEVICE, "no CUDA device is visible (driver or GPU missing)");
+    if (device_ordinal < 0 || device_ordinal >= n)
+        return fs_fail(ctx, FS_ERR_NO_DEVICE, "CUDA device ordinal %d outside [0, %d)",
+                       device_ordinal, n);
+    int sm = 0, major = 0, minor = 0;
+    cudaError_t e = cudaDeviceGetAttribute(&sm, cudaDevAttrMultiProcessorCount, device_ordinal);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_ordinal);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device_ordinal);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return fs_fail(ctx, FS_ERR_NO_DEVICE, "querying CUDA device %d: %s", device_ordinal,
+                       cudaGetErrorString(e));
+    }
+    if (major < 8)
+        return fs_fail(ctx, FS_ERR_NO_DEVICE,
+                       "CUDA device %d has compute capability %d.%d; flashspec needs 8.0 or newer",
+                       device_ordinal, major, minor);
+    ctx->device = device_ordinal;
+    ctx->sm_count = sm;
+    ctx->cc_major = major;
+    ctx->cc_minor = minor;
+    /* FLASHSPEC_DISABLE_HOPPER forces the generic path (tests cover both) */
+    ctx->hopper = major == 9 && minor == 0 && !env_flag("FLASHSPEC_DISABLE_HOPPER");
+    /* The chip's class by its peak memory bandwidth: the Hopper kernels'
+       defaults differ between an H100's 3.35 TB/s and an H200's 4.9, where
+       each was measured (fs_cuda_context_knobs) */
+    int clock_khz = 0, bus_bits = 0;
+    if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device_ordinal) !=
+            cudaSuccess ||
+        cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device_ordinal) !=
+            cudaSuccess) {
+        (void)cudaGetLastError();
+        clock_khz = bus_bits = 0;
+    }
+    const double peak = 2.0 * 1e3 * clock_khz * (bus_bits / 8.0); /* bytes / s */
+    fs_cuda_context_knobs(ctx, peak > 4.4e12 /* an H200, not an H100 */);
     int prev;
     fs_status st = fs_cuda_enter(ctx, &prev);
     if (st != FS_OK)

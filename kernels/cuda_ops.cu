@@ -38,6 +38,7 @@
 #include "dtype.h"
 #include "filter_check.h"
 #include "filter_gpu.cuh"
+#include "hopper_policy.h"
 #include "logits_plan.h"
 #include "scan_hopper.cuh"
 #include "tp_exchange.cuh"
@@ -244,8 +245,9 @@ static bool hopper_can(const fs_context *ctx, const fs_op_args *a)
            fs_hopper_aligned(h->weight, a->hidden);
 }
 
-/* The Hopper scan options every op takes from its context. */
-static fs_hopper_opts hopper_opts(const fs_context *ctx, const fs_op_args *a)
+/* The Hopper scan options op takes from ctx on an LM head of hidden size D
+ * (the kernel choices by chip: tests/test_hopper_policy.c). */
+static fs_hopper_opts hopper_opts_for(const fs_context *ctx, fs_op op, int64_t D)
 {
     fs_hopper_opts o = {};
     /* the epilogue warps from 80 rows on an H200 (fs_hopper_rows_span_ew80),
@@ -254,12 +256,11 @@ static fs_hopper_opts hopper_opts(const fs_context *ctx, const fs_op_args *a)
     o.rows_min = ctx->hopper_rows_min;
     if (!o.rows_min && ctx->hopper_rows_early) { /* trees as verify */
         if (o.ew_min_bn == 80 && !ctx->tile_no_epi_wg) {
-            fs_hopper_rows_span_ew80(a->head->hidden_dim, &o.rows_min, &o.rows_max);
+            fs_hopper_rows_span_ew80(D, &o.rows_min, &o.rows_max);
         } else {
-            o.rows_min = fs_hopper_rows_min_fast_hbm(a->op == FS_OP_ARGMAX, a->head->hidden_dim);
+            o.rows_min = fs_hopper_rows_min_fast_hbm(op == FS_OP_ARGMAX, D);
             if (!ctx->tile_no_epi_wg)
-                o.rows_max = fs_hopper_rows_max_fast_hbm(a->op == FS_OP_VERIFY_TREE,
-                                                         a->head->hidden_dim);
+                o.rows_max = fs_hopper_rows_max_fast_hbm(op == FS_OP_VERIFY_TREE, D);
         }
     }
     o.no_multicast = ctx->hopper_no_multicast;
@@ -276,8 +277,22 @@ static fs_hopper_opts hopper_opts(const fs_context *ctx, const fs_op_args *a)
     o.jobs = ctx->hopper_rows_jobs;
     o.w_stream = ctx->w_stream;
     o.w_hint = ctx->w_hint;
-    o.argmax_only = a->op == FS_OP_ARGMAX;
+    o.argmax_only = op == FS_OP_ARGMAX;
     return o;
+}
+
+static fs_hopper_opts hopper_opts(const fs_context *ctx, const fs_op_args *a)
+{
+    return hopper_opts_for(ctx, a->op, a->head->hidden_dim);
+}
+
+extern "C" fs_hopper_pick fs_hopper_pick_for(const fs_context *ctx, fs_op op, int64_t rows,
+                                             int64_t D)
+{
+    const fs_hopper_opts o = hopper_opts_for(ctx, op, D);
+    fs_hopper_pick p = {};
+    p.kernel = fs_hopper_kernel_plan(rows, &o, 1, &p.bn, &p.ew, &p.pair);
+    return p;
 }
 
 /* Unfiltered sample, draft argmax and verify on one GPU, where the Hopper

@@ -950,12 +950,25 @@ int pair_slots(int bn)
 
 /* Pairs: FS_HOPPER_TILE_MAX_ROWS + 1 up to twice that many rows, in two
  * halves of the smallest EW block that holds half of them (rank 0 the
- * first BN rows). */
-bool use_pairs(int64_t rows, const fs_hopper_opts *opts)
+ * first BN rows), where the options want them (wants_pairs) and the device
+ * holds their clusters. */
+bool wants_pairs(int64_t rows, const fs_hopper_opts *opts)
 {
     return rows > FS_HOPPER_TILE_MAX_ROWS && rows <= 2 * FS_HOPPER_TILE_MAX_ROWS && opts &&
            opts->tile_pairs_min > 0 && rows >= opts->tile_pairs_min && !opts->no_epi_wg &&
-           !opts->cands && opts->kernel != FS_HOPPER_ROWS && pair_slots(pair_bn(rows)) > 0;
+           !opts->cands && opts->kernel != FS_HOPPER_ROWS;
+}
+bool use_pairs(int64_t rows, const fs_hopper_opts *opts)
+{
+    return wants_pairs(rows, opts) && pair_slots(pair_bn(rows)) > 0;
+}
+
+/* The smallest row block the EW kernels take under opts (INT_MAX: none). */
+int ew_min_of(const fs_hopper_opts *opts)
+{
+    return opts && (opts->no_epi_wg || opts->cands)                    ? INT_MAX
+           : opts && (opts->ew_min_bn == 80 || opts->ew_min_bn == 96) ? opts->ew_min_bn
+                                                                       : 128;
 }
 
 } // namespace fsh
@@ -1065,10 +1078,10 @@ extern "C" int64_t fs_hopper_pairs_min(int fast_hbm)
  * rows like sampling since its excluded-token path became select chains
  * (rows_epilogue.cuh; 100-160 rows 1-17% faster than the tile kernel).
  * Past 160 rows only the rows kernel applies. */
-extern "C" int fs_hopper_kernel_for(int64_t rows, const fs_hopper_opts *opts)
+static int plan_kernel(int64_t rows, const fs_hopper_opts *opts, int pairs_fit)
 {
     if (rows > FS_HOPPER_TILE_MAX_ROWS)
-        return fsh::use_pairs(rows, opts) ? FS_HOPPER_TILE : FS_HOPPER_ROWS;
+        return pairs_fit && fsh::wants_pairs(rows, opts) ? FS_HOPPER_TILE : FS_HOPPER_ROWS;
     if (opts && opts->kernel == FS_HOPPER_TILE)
         return FS_HOPPER_TILE;
     if (opts && opts->kernel == FS_HOPPER_ROWS)
@@ -1078,6 +1091,30 @@ extern "C" int fs_hopper_kernel_for(int64_t rows, const fs_hopper_opts *opts)
                    ? FS_HOPPER_ROWS
                    : FS_HOPPER_TILE;
     return rows >= FS_HOPPER_ROWS_MIN_DEFAULT ? FS_HOPPER_ROWS : FS_HOPPER_TILE;
+}
+
+extern "C" int fs_hopper_kernel_for(int64_t rows, const fs_hopper_opts *opts)
+{
+    return fs_hopper_kernel_plan(rows, opts, rows > FS_HOPPER_TILE_MAX_ROWS &&
+                                                 fsh::use_pairs(rows, opts),
+                                 nullptr, nullptr, nullptr);
+}
+
+extern "C" int fs_hopper_kernel_plan(int64_t rows, const fs_hopper_opts *opts, int pairs_fit,
+                                     int *bn, int *ew, int *pair)
+{
+    using namespace fsh;
+    const int kernel = plan_kernel(rows, opts, pairs_fit);
+    const bool pr = kernel == FS_HOPPER_TILE && rows > FS_HOPPER_TILE_MAX_ROWS;
+    const int ew_min = ew_min_of(opts);
+    const int b = kernel != FS_HOPPER_TILE ? 0 : pr ? pair_bn(rows) : pick_bn(rows, ew_min <= 128);
+    if (bn)
+        *bn = b;
+    if (ew)
+        *ew = kernel == FS_HOPPER_TILE && ew_bn(b) && (pr || b >= ew_min);
+    if (pair)
+        *pair = pr;
+    return kernel;
 }
 
 static cudaError_t query_sms(int *sm_count)
@@ -1189,10 +1226,7 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
         return (int)cudaErrorInvalidValue; /* no grid barrier across clusters */
     if (n_recs <= 0)
         return (int)cudaErrorInvalidValue; /* pairs: the device's cluster count unknown */
-    const int ew_min = opts && (opts->no_epi_wg || opts->cands)
-                           ? INT_MAX
-                           : opts && (opts->ew_min_bn == 80 || opts->ew_min_bn == 96) ? opts->ew_min_bn
-                                                                                      : 128;
+    const int ew_min = ew_min_of(opts);
     const int bn = pair ? pair_bn(rows) : pick_bn(rows, ew_min <= 128);
     Args a;
     fill_scan_args(a, descs, logit_bias, allowed, recs, rows, V_local, vocab_offset, global_vocab,

@@ -147,6 +147,14 @@ int64_t fs_hopper_pairs_min(int fast_hbm);
 /* The kernel a launch with these options takes (opts may be NULL). */
 int fs_hopper_kernel_for(int64_t rows, const fs_hopper_opts *opts);
 
+/* The same choice where pairs_fit says whether the device holds the pairs'
+ * clusters (fs_hopper_kernel_for asks it), with the tile kernel's row block
+ * (*bn: a pair's half; 0 for the rows kernel), whether its epilogue warps
+ * push (*ew) and whether it runs in pairs (*pair); NULL outputs are not
+ * written. */
+int fs_hopper_kernel_plan(int64_t rows, const fs_hopper_opts *opts, int pairs_fit, int *bn,
+                          int *ew, int *pair);
+
 /* Records per row (n_recs) that fs_hopper_scan_launch_ex writes.  sm_count
  * <= 0: query the current device. */
 int64_t fs_hopper_records_per_row(int64_t V_local, int64_t rows, int sm_count,
