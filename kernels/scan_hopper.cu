@@ -282,11 +282,91 @@ __device__ __forceinline__ void argmax_block(fs_record &r, const float (&x)[FS_N
     }
 }
 
+/* The noise words of the last Philox draw a thread made (index wi: blocks
+ * 2 wi and 2 wi + 1, fs_block_words), kept while it pushes a row's blocks
+ * in order: one draw serves two neighbouring blocks where it took one a
+ * block (the EW kernels' threads push consecutive blocks of a row). */
+struct NoiseCache {
+    fs_u32x4 w;
+    uint32_t wi = 0xffffffffu; /* none: no block's index is 2^32 - 1 (ids < 2^31) */
+};
+
+/* fs_record_push_block of a plain block -- 16 tokens in range, no mask,
+ * bias or tree children, neither the row's excluded nor its selected token,
+ * a row that is not greedy -- from its logits x: the same record, worked in
+ * logit units as the rows kernel's epilogue does.  A weight is
+ * ex2(x c - m_l c), c = it / ln 2 and m_l the logits' max: one FFMA and one
+ * ex2 a token, where the scores' product (x it) and the difference (s - m)
+ * were two more; the max score is m_l it (scores rise with logits) and the
+ * picked token's score x it, the same bits as the scores'.  The weights
+ * round otherwise than exp(s - m) (as the rows kernel's do, inside the
+ * agreement tests' near-tie tolerance).  Scores that overflow, NaN and
+ * infinities go through the general push on the scores (a row's status is
+ * then FS_ROW_NONFINITE or its tokens are -inf: the general code decides). */
+__device__ __forceinline__ void plain_block(fs_record &r, const fs_row_desc &d, int32_t id0,
+                                            const float (&x)[FS_NOISE_BLOCK], NoiseCache &nc)
+{
+    const float it = d.inv_temp;
+    float t[FS_NOISE_BLOCK / 2];
+#pragma unroll
+    for (int i = 0; i < FS_NOISE_BLOCK / 2; ++i)
+        t[i] = fmaxf(x[2 * i], x[2 * i + 1]);
+#pragma unroll
+    for (int k = FS_NOISE_BLOCK / 4; k > 0; k >>= 1)
+#pragma unroll
+        for (int i = 0; i < k; ++i)
+            t[i] = fmaxf(t[2 * i], t[2 * i + 1]);
+    const float ml = t[0], m = fs_score_nobias(ml, it);
+    /* |m| < 2^100: ml c cannot overflow either (c < 1.45 it) */
+    if (!(fabsf(m) < 0x1p100f)) {
+        float s[FS_NOISE_BLOCK];
+#pragma unroll
+        for (int i = 0; i < FS_NOISE_BLOCK; ++i)
+            s[i] = fs_score_nobias(x[i], it);
+        fs_record_push_block(&r, &d, id0, FS_NOISE_BLOCK, s);
+        return;
+    }
+    const float c = it * 1.4426950408889634f, nb = -ml * c;
+    float w[FS_NOISE_BLOCK];
+#pragma unroll
+    for (int i = 0; i < FS_NOISE_BLOCK; ++i)
+        w[i] = fs_ex2(fmaf(x[i], c, nb));
+    const float S = fs_block_sum(w);
+    /* m finite: a weight is in [0, 1] unless its logit is NaN */
+    if (!(S == S)) {
+        r.flags |= FS_REC_NONFINITE;
+        return;
+    }
+    fs_record_add_lse(&r, m, id0, S);
+    if (fs_block_hopeless(m, r.best_key))
+        return;
+    const uint32_t b = (uint32_t)id0 / FS_NOISE_BLOCK;
+    if (nc.wi != b >> 1) {
+        nc.w = fs_philox_draw(d.seed, d.offset, d.position, FS_PURPOSE_GUMBEL, b >> 1);
+        nc.wi = b >> 1;
+    }
+    const uint32_t wg = (b & 1u) ? nc.w.v[2] : nc.w.v[0], wu = (b & 1u) ? nc.w.v[3] : nc.w.v[1];
+    /* fs_record_offer_block */
+    const float key = m + logf(S) + fs_gumbel(wg);
+    if (!(key >= r.best_key))
+        return;
+    float xl;
+    const int i = fs_block_pick(x, w, fs_uniform(wu) * S, &xl);
+    if (i >= 0 && fs_beats(key, id0 + i, r.best_key, r.best_id)) {
+        r.best_key = key;
+        r.best_id = id0 + i;
+        r.best_s = fs_score_nobias(xl, it);
+    }
+}
+
 /* Push noise block f (local ids v0 + 16 f ..) of buffer row rr.  FILT: the
  * op has filters (a separate instantiation, so that the kernels of the ops
- * without carry no candidate list). */
+ * without carry no candidate list; its blocks keep the general push, whose
+ * rounding the filters' resolve repeats: kept_block_draw).  nc: the
+ * thread's last noise draw (plain_block). */
 template <bool FILT>
-__device__ __forceinline__ void epi_block(Epi &e, const float *epi, int rr, int f, const Args &a)
+__device__ __forceinline__ void epi_block(Epi &e, const float *epi, int rr, int f, const Args &a,
+                                          NoiseCache &nc)
 {
     const int64_t v = e.v0 + FS_NOISE_BLOCK * f;
     const int64_t left = a.V - v;
@@ -312,6 +392,12 @@ __device__ __forceinline__ void epi_block(Epi &e, const float *epi, int rr, int 
         return;
     }
     if (n == FS_NOISE_BLOCK && !a.allowed && !a.bias) {
+        if (!FILT && !a.tree_rows && !(e.d.flags & FS_ROWF_GREEDY) &&
+            (uint64_t)((int64_t)e.d.excluded - g0) >= FS_NOISE_BLOCK &&
+            (uint64_t)((int64_t)e.d.selected - g0) >= FS_NOISE_BLOCK) {
+            plain_block(e.rec, e.d, (int32_t)g0, s, nc);
+            return;
+        }
         /* every block but a row's last, without mask or bias, in a loop of
            its own: the general one below, which the compiler does not
            unswitch, runs a branch per token */
@@ -355,8 +441,12 @@ __device__ __forceinline__ void epi_blocks(Epi &e, const float *epi, int rr, int
     using C = Cfg<BN>;
     if (!e.scan)
         return;
-    for (int j = from; j < to; ++j)
-        epi_block<FILT>(e, epi, rr, q + C::TPB * j, a);
+    for (int j = from; j < to; ++j) {
+        /* a draw a block: the blocks are TPB apart, or (TPB 1, the plain
+           144-160-row kernels) spread over the k-blocks */
+        NoiseCache nc;
+        epi_block<FILT>(e, epi, rr, q + C::TPB * j, a, nc);
+    }
 }
 
 /* One vocabulary tile's MMA by the two MMA warpgroups: each k-block's stage
@@ -552,16 +642,22 @@ __device__ __forceinline__ void ew_epilogue(const Args &a, const float *epi, uns
         ew_bar<BN>(BAR_FULL);
         if constexpr (X::ROW) {
             es[0].v0 = (int64_t)vt * BM;
+            NoiseCache nc; /* the row's blocks in order: a draw serves two */
             if (es[0].scan)
                 for (int f = 0; f < C::NBLK; ++f)
-                    epi_block<false>(es[0], epi, lr[0], f, a);
+                    epi_block<false>(es[0], epi, lr[0], f, a, nc);
         } else {
 #pragma unroll
             for (int k = 0; k < X::NS; ++k) {
                 es[k].v0 = (int64_t)vt * BM;
                 if (es[k].scan)
-                    for (int f = fb[k]; f < fe[k]; ++f)
-                        epi_block<false>(es[k], epi, lr[k], f, a);
+                    for (int f = fb[k]; f < fe[k]; ++f) {
+                        /* a draw a block: a draw carried over the loop
+                           spilled 36-172 bytes in these kernels (two rows
+                           a thread) where they spilled 0-20 */
+                        NoiseCache nc;
+                        epi_block<false>(es[k], epi, lr[k], f, a, nc);
+                    }
             }
         }
     }

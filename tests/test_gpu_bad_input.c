@@ -139,32 +139,48 @@ static void test_argmax_rows(void **state)
     free(logits);
 }
 
-/* Fused draft argmax with non-finite logits, in each Hopper tile-kernel
- * shape: 12 rows (the plain kernel), 136 (the epilogue warps) and 300
- * (pairs), the rows kernel held off by the context's knobs.  Draft argmax's
- * epilogue computes no exponentials (argmax_block in kernels/scan_hopper.cu),
- * so its max alone must catch a NaN or +inf logit: whole rows of them (NaN
+/* Fused draft argmax and sample with non-finite logits, in each Hopper
+ * tile-kernel shape: 12 rows (the plain kernel), 136 (the epilogue warps)
+ * and 300 (pairs), the rows kernel held off by the context's knobs.  Draft
+ * argmax's epilogue computes no exponentials (argmax_block in
+ * kernels/scan_hopper.cu), so its max alone must catch a NaN or +inf
+ * logit; sample's, without bias or mask, pushes its blocks in logit units
+ * (plain_block), where a logit NaN or +inf, or a finite one whose score
+ * overflows, must reach the general push.  Cases: whole rows of them (NaN
  * and overflowing hidden states) and one token among finite ones (a NaN
  * weight: every row; an overflowing weight: the even rows, whose hidden
- * state gives it +inf, not the odd ones' -inf).  On other devices these are
- * just more rows. */
-static void test_argmax_fused_rows(void **state)
+ * state gives it +inf, not the odd ones' -inf); sample also a row whose
+ * logits are finite (~1e37) and whose scores at T = 0.05 are not, and a
+ * noise block whose finite logits (+-3e38) score +-inf: flagged in the
+ * even rows, probability 0 in the odd ones, whose logprobs must not feel
+ * it.  On other devices these are just more rows. */
+static void test_fused_nonfinite_rows(void **state)
 {
     (void)state;
     enum { RMAX = 300, DF = 64 };
     uint16_t *w, *h;
     fst_gen_head(4244, V, DF, RMAX, 3.0, FS_DTYPE_BF16, (void **)&w, (void **)&h);
     uint16_t *wbad = malloc(sizeof(uint16_t) * (size_t)(V * DF));
+    float temp[RMAX];
+    uint64_t seed[RMAX], off[RMAX];
     const int64_t counts[3] = {12, 136, RMAX};
-    for (int c = 0; c < 3; ++c)
-        for (int bad = 0; bad < 3; ++bad) {
+    for (int oc = 0; oc < 6; ++oc) /* draft argmax (op 0), sample; row count c */
+        for (int bad = 0, op = oc / 3, c = oc % 3; bad < (op ? 5 : 3); ++bad) {
             /* bad 0: rows 1 and rows - 2 NaN, row rows / 2 past the fp32
                range; 1: token 500's weights NaN at one place; 2: token 600's
-               weight 3e38 at one place, the rows' first hidden value +-2 */
+               weight 3e38 at one place, the rows' first hidden value +-2;
+               3: row rows / 2 at 1e37, T = 0.05; 4: tokens 32-47 (a noise
+               block) with weight 3e38 at one place, the rows' first hidden
+               value +-1: logits +-3e38, scores +-inf at T = 0.8 */
             const int64_t rows = counts[c], big = rows / 2;
             uint16_t *hidden = malloc(sizeof(uint16_t) * (size_t)(rows * DF));
             memcpy(hidden, h, sizeof(uint16_t) * (size_t)(rows * DF));
             memcpy(wbad, w, sizeof(uint16_t) * (size_t)(V * DF));
+            for (int64_t r = 0; r < rows; ++r) {
+                temp[r] = bad == 3 && r == big ? 0.05f : 0.8f;
+                seed[r] = 31 + (uint64_t)r;
+                off[r] = (uint64_t)r;
+            }
             if (bad == 0) {
                 hidden[1 * DF + 5] = fst_f32_to_bf16(NAN);
                 hidden[(rows - 2) * DF + DF - 1] = fst_f32_to_bf16(NAN);
@@ -172,28 +188,44 @@ static void test_argmax_fused_rows(void **state)
                     hidden[big * DF + k] = fst_f32_to_bf16(3e38f);
             } else if (bad == 1) {
                 wbad[500 * DF + 7] = fst_f32_to_bf16(NAN);
-            } else {
+            } else if (bad == 2) {
                 wbad[600 * DF + 0] = fst_f32_to_bf16(3e38f);
                 for (int64_t r = 0; r < rows; ++r) /* token 600: +inf in even rows, -inf in odd */
                     hidden[r * DF] = fst_f32_to_bf16(r % 2 ? -2.0f : 2.0f);
+            } else if (bad == 3) {
+                for (int k = 0; k < DF; ++k)
+                    hidden[big * DF + k] = fst_f32_to_bf16(k % 2 ? -1e37f : 1e37f);
+            } else {
+                for (int t = 32; t < 48; ++t)
+                    wbad[t * DF + 0] = fst_f32_to_bf16(3e38f);
+                for (int64_t r = 0; r < rows; ++r) /* tokens 32-47: +inf in even rows, -inf in odd */
+                    hidden[r * DF] = fst_f32_to_bf16(r % 2 ? -1.0f : 1.0f);
             }
             setenv("FLASHSPEC_HOPPER_ROWS_MIN", "161", 1);
             setenv("FLASHSPEC_TILE_PAIRS_MIN", "161", 1);
-            gt_in in = {GT_ARGMAX, 1, FS_DTYPE_BF16, V, DF, rows, rows, wbad, hidden, NULL,
-                        {NULL, NULL, NULL, NULL, NULL}, {0, 0, 0, NULL, NULL}};
+            gt_in in = {op ? GT_SAMPLE : GT_ARGMAX, 1, FS_DTYPE_BF16, V, DF, rows, rows, wbad,
+                        hidden, NULL,
+                        {op ? temp : NULL, op ? seed : NULL, op ? off : NULL, NULL, NULL},
+                        {0, 0, 0, NULL, NULL}};
             gt_out co, go;
             run_both(&in, &co, &go);
             unsetenv("FLASHSPEC_HOPPER_ROWS_MIN");
             unsetenv("FLASHSPEC_TILE_PAIRS_MIN");
             for (int64_t r = 0; r < rows; ++r) {
-                /* the same token, or a near tie: fp32 tensor-core sums
-                   against the CPU's, 2700 rows of 1003 tokens */
-                const int near = go.st[r] == FS_ROW_OK &&
+                /* draft argmax: the same token, or a near tie (fp32
+                   tensor-core sums against the CPU's, 2700 rows of 1003
+                   tokens); sample: the same token (no near-ties here) */
+                const int near = !op && go.st[r] == FS_ROW_OK &&
                                  fabsf(go.val[r] - co.val[r]) <= 1e-4f * (1.0f + fabsf(co.val[r]));
                 if (go.st[r] != co.st[r] || (go.tok[r] != co.tok[r] && !near))
-                    fail_msg("%lld rows, case %d, row %lld: status %d token %d, CPU %d %d",
-                             (long long)rows, bad, (long long)r, go.st[r], go.tok[r], co.st[r],
-                             co.tok[r]);
+                    fail_msg("%s, %lld rows, case %d, row %lld: status %d token %d, CPU %d %d",
+                             op ? "sample" : "argmax", (long long)rows, bad, (long long)r,
+                             go.st[r], go.tok[r], co.st[r], co.tok[r]);
+                /* sample's logprob: the blocks whose scores are all -inf
+                   (case 4's odd rows) add nothing to the log-sum-exp */
+                if (op && go.st[r] == FS_ROW_OK && !gt_close(co.val[r], go.val[r], 1e-3))
+                    fail_msg("sample, %lld rows, case %d, row %lld: logprob %g, CPU %g",
+                             (long long)rows, bad, (long long)r, go.val[r], co.val[r]);
                 if (go.st[r] == FS_ROW_NONFINITE)
                     expect_bad_row(&go, r, FS_ROW_NONFINITE);
             }
@@ -202,10 +234,14 @@ static void test_argmax_fused_rows(void **state)
                 expect_bad_row(&go, rows - 2, FS_ROW_NONFINITE);
                 expect_bad_row(&go, big, FS_ROW_NONFINITE);
             } else {
-                for (int64_t r = 0; r < rows; ++r)
-                    if ((go.st[r] == FS_ROW_NONFINITE) != (bad == 1 || r % 2 == 0))
-                        fail_msg("%lld rows, case %d, row %lld: status %d", (long long)rows, bad,
-                                 (long long)r, go.st[r]);
+                for (int64_t r = 0; r < rows; ++r) {
+                    const int nonfinite = bad == 1 || ((bad == 2 || bad == 4) && r % 2 == 0) ||
+                                          (bad == 3 && r == big);
+                    if ((go.st[r] == FS_ROW_NONFINITE) != nonfinite)
+                        fail_msg("%s, %lld rows, case %d, row %lld: status %d",
+                                 op ? "sample" : "argmax", (long long)rows, bad, (long long)r,
+                                 go.st[r]);
+                }
             }
             gt_out_free(&co);
             gt_out_free(&go);
@@ -566,7 +602,7 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sample_rows),     cmocka_unit_test(test_argmax_rows),
-        cmocka_unit_test(test_argmax_fused_rows),
+        cmocka_unit_test(test_fused_nonfinite_rows),
         cmocka_unit_test(test_verify_requests), cmocka_unit_test(test_host_errors),
         cmocka_unit_test(test_bad_ordinal),     cmocka_unit_test(test_filters_one_field),
     };
