@@ -114,11 +114,12 @@ extern "C" void fs_cuda_context_knobs(fs_context *ctx, int fast_hbm)
        push their noise blocks in the MMA warpgroups, without the epilogue
        warpgroup (A/B runs) */
     ctx->tile_no_epi_wg = env_count("FLASHSPEC_TILE_EPI_WG", 1) == 0;
-    /* FLASHSPEC_TILE_EW_MIN_ROWS=80|96|128: the smallest of the tile kernel's
+    /* FLASHSPEC_TILE_EW_MIN_ROWS=48|64|80|96|128: the smallest of the tile kernel's
        row blocks that its epilogue warps take (A/B runs); unset or other: by
        the chip (cuda_ops.cu) */
     ctx->tile_ew_min_bn = (int)env_count("FLASHSPEC_TILE_EW_MIN_ROWS", 0);
-    if (ctx->tile_ew_min_bn != 80 && ctx->tile_ew_min_bn != 96 && ctx->tile_ew_min_bn != 128)
+    if (ctx->tile_ew_min_bn != 48 && ctx->tile_ew_min_bn != 64 && ctx->tile_ew_min_bn != 80 &&
+        ctx->tile_ew_min_bn != 96 && ctx->tile_ew_min_bn != 128)
         ctx->tile_ew_min_bn = 0;
     /* FLASHSPEC_TILE_PAIRS_MIN=n: the tile kernel's pairs take n-320 rows (0:
        none; tests and A/B runs); unset: by the chip (cuda_ops.cu) */

@@ -250,12 +250,15 @@ static bool hopper_can(const fs_context *ctx, const fs_op_args *a)
 static fs_hopper_opts hopper_opts_for(const fs_context *ctx, fs_op op, int64_t D)
 {
     fs_hopper_opts o = {};
-    /* the epilogue warps from 80 rows on an H200 (fs_hopper_rows_span_ew80),
-       from 128 elsewhere (an H100 is not measured with the smaller blocks) */
-    o.ew_min_bn = ctx->tile_ew_min_bn ? ctx->tile_ew_min_bn : ctx->hopper_rows_early ? 80 : 128;
+    /* the epilogue warps from 48 or 80 rows on an H200 (fs_hopper_ew_min_fast_hbm,
+       fs_hopper_rows_span_ew80), from 128 elsewhere (an H100 is not measured
+       with the smaller blocks) */
+    o.ew_min_bn = ctx->tile_ew_min_bn       ? ctx->tile_ew_min_bn
+                  : ctx->hopper_rows_early ? fs_hopper_ew_min_fast_hbm(D)
+                                           : 128;
     o.rows_min = ctx->hopper_rows_min;
     if (!o.rows_min && ctx->hopper_rows_early) { /* trees as verify */
-        if (o.ew_min_bn == 80 && !ctx->tile_no_epi_wg) {
+        if (o.ew_min_bn <= 80 && !ctx->tile_no_epi_wg) {
             fs_hopper_rows_span_ew80(D, &o.rows_min, &o.rows_max);
         } else {
             o.rows_min = fs_hopper_rows_min_fast_hbm(op == FS_OP_ARGMAX, D);

@@ -26,9 +26,9 @@
  *              the TPB records of a row merge once, at the end: one record per
  *              (row, CTA).
  *   epilogue warps  128-, 144- and 160-row blocks of unfiltered ops, and
- *              80- and 96-row ones where fs_hopper_opts::ew_min_bn says (the
+ *              48- to 96-row ones where fs_hopper_opts::ew_min_bn says (the
  *              EW kernels, 416 / 512 threads): the pushes above held up the
- *              MMA warpgroups' wgmma issue there, so four (80-128 rows) or
+ *              MMA warpgroups' wgmma issue there, so four (48-128 rows) or
  *              seven more warps push the staged tile while they run the next
  *              (ew_mma, ew_epilogue; 19-22% fewer SM cycles at 160 rows on
  *              an H200 with four).
@@ -104,11 +104,11 @@ constexpr int threads_ew(int bn)
 {
     return NCT + ewt(bn) + 32; /* MMA, epilogue, the producer warp */
 }
-/* The row blocks that have EW kernels: 80 and 96 rows (where
+/* The row blocks that have EW kernels: 48-96 rows (where
  * fs_hopper_opts::ew_min_bn takes them) and 128-160. */
 constexpr bool ew_bn(int bn)
 {
-    return bn >= 80;
+    return bn >= 48;
 }
 constexpr int BAR_FREE = 2, BAR_FULL = 3, BAR_EPI = 4;
 constexpr int LDS = BM;              /* epilogue buffer pitch (floats), XOR-swizzled */
@@ -1063,8 +1063,10 @@ bool use_pairs(int64_t rows, const fs_hopper_opts *opts)
 int ew_min_of(const fs_hopper_opts *opts)
 {
     return opts && (opts->no_epi_wg || opts->cands)                    ? INT_MAX
-           : opts && (opts->ew_min_bn == 80 || opts->ew_min_bn == 96) ? opts->ew_min_bn
-                                                                       : 128;
+           : opts && (opts->ew_min_bn == 48 || opts->ew_min_bn == 64 ||
+                      opts->ew_min_bn == 80 || opts->ew_min_bn == 96)
+               ? opts->ew_min_bn
+               : 128;
 }
 
 } // namespace fsh
@@ -1124,7 +1126,21 @@ extern "C" int64_t fs_hopper_rows_max_fast_hbm(int tree, int64_t D)
     return tree ? 0 : 96;
 }
 
-/* H200 with the epilogue warps from 80 rows (fs_hopper_opts::ew_min_bn 80),
+/* H200, the tile kernel's 48- and 64-row blocks with epilogue warps (EW)
+ * against the plain ones, in one process (bench/results/2026-11-29-h200-
+ * ew-48/, call 5): with D <= 4096 verify of 7-12 requests (35-60 rows)
+ * 1-2.5% faster on 262144 x 3072 and 151936 x 4096, sample of 48-64 rows
+ * 0.4-1.5%, trees of 48-64 rows 1.6-2.5%, draft argmax even; with D = 8192
+ * verify and trees 0.3-1% faster but sample 0.4-1.5% and draft argmax
+ * 0.5-1.5% slower, where a tile's MMA is twice as long for the same pushes
+ * and the plain kernel's pushes between its k-blocks hide better.  D
+ * between 4096 and 8192 is not measured: 5120 goes with the shorter. */
+extern "C" int fs_hopper_ew_min_fast_hbm(int64_t D)
+{
+    return D <= 5120 ? 48 : 80;
+}
+
+/* H200 with the epilogue warps from 80 rows or fewer (fs_hopper_opts::ew_min_bn),
  * which replaces the two rules above: the tile kernel's 80- and 96-row EW
  * blocks against the rows kernel and the plain 80- and 96-row blocks, each
  * forced, in one process (bench/results/2026-11-29-h200-epilogue-

@@ -105,7 +105,7 @@ typedef struct fs_hopper_opts {
     int no_epi_wg;            /* tile kernel: 128-160-row blocks without filters push in the
                                  MMA warpgroups, not in epilogue warps (A/B runs) */
     int ew_min_bn;            /* tile kernel: the smallest row block the epilogue warps take
-                                 (80, 96; other values: 128) */
+                                 (48, 64, 80, 96; other values: 128) */
     int64_t tile_pairs_min;   /* tile kernel in pairs (2-CTA clusters, each CTA half the
                                  rows, W multicast) from this many rows, 161-320 rows
                                  without filters; 0 = never (scan_hopper.cu) */
@@ -134,8 +134,12 @@ int64_t fs_hopper_rows_min_fast_hbm(int argmax, int64_t D);
  * blocks are the faster (scan_hopper.cu).  0: every count. */
 int64_t fs_hopper_rows_max_fast_hbm(int tree, int64_t D);
 
-/* On such a chip with the tile kernel's epilogue warps from 80 rows
- * (fs_hopper_opts::ew_min_bn 80): the rows the rows kernel takes up to 160,
+/* The smallest row block the tile kernel's epilogue warps take by default
+ * on such a chip, by hidden size D (fs_hopper_opts::ew_min_bn): 48 or 80. */
+int fs_hopper_ew_min_fast_hbm(int64_t D);
+
+/* On such a chip with the tile kernel's epilogue warps from 80 rows or
+ * fewer (fs_hopper_opts::ew_min_bn): the rows the rows kernel takes up to 160,
  * rows_min .. rows_max (0: no bound), for every op with hidden size D. */
 void fs_hopper_rows_span_ew80(int64_t D, int64_t *rows_min, int64_t *rows_max);
 

@@ -69,8 +69,8 @@ struct fs_context {
     int hopper_no_multicast; /* the rows kernel runs without 2-CTA clusters */
     int tile_no_epi_wg;      /* the tile kernel's 128-160-row blocks without the epilogue
                                 warpgroup */
-    int tile_ew_min_bn;      /* the tile kernel's epilogue warps from this row block (80,
-                                96, 128); 0: by the chip (hopper_opts) */
+    int tile_ew_min_bn;      /* the tile kernel's epilogue warps from this row block (48,
+                                64, 80, 96, 128); 0: by the chip (hopper_opts_for) */
     int64_t tile_pairs_min;  /* the tile kernel in 2-CTA pairs from this many rows (up to
                                 320); 0: never, -1: by the chip (fs_hopper_pairs_min) */
     int hopper_odd_pairs;    /* the rows kernel pairs an odd count of row blocks */

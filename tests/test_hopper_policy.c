@@ -84,10 +84,12 @@ static void expect(const fs_context *ctx, fs_op op, int64_t D, int64_t lo, int64
 static const fs_op all_ops[] = {FS_OP_SAMPLE, FS_OP_ARGMAX, FS_OP_VERIFY, FS_OP_VERIFY_TREE};
 #define N_OPS (sizeof all_ops / sizeof all_ops[0])
 
-/* An H200 by default: the epilogue warps from the 80-row block, the tile
- * kernel up to 160 rows for every op but 97-128 rows where D > 5120, the
- * rows kernel at 161-256 rows, the pairs at 257-320, the rows kernel past
- * them (fs_hopper_rows_span_ew80, fs_hopper_pairs_min). */
+/* An H200 by default: the epilogue warps from the 48-row block where
+ * D <= 5120, from the 80-row one where larger, the tile kernel up to 160
+ * rows for every op but 97-128 rows where D > 5120, the rows kernel at
+ * 161-256 rows, the pairs at 257-320, the rows kernel past them
+ * (fs_hopper_ew_min_fast_hbm, fs_hopper_rows_span_ew80,
+ * fs_hopper_pairs_min). */
 static void test_h200_defaults(void **state)
 {
     (void)state;
@@ -98,7 +100,9 @@ static void test_h200_defaults(void **state)
             const fs_op op = all_ops[i];
             const int64_t D = dims[d];
             expect(&ctx, op, D, 1, 16, TILE, 16, 0, 0);
-            expect(&ctx, op, D, 49, 64, TILE, 64, 0, 0);
+            expect(&ctx, op, D, 17, 32, TILE, 32, 0, 0);
+            expect(&ctx, op, D, 33, 48, TILE, 48, D <= 5120, 0);
+            expect(&ctx, op, D, 49, 64, TILE, 64, D <= 5120, 0);
             expect(&ctx, op, D, 65, 80, TILE, 80, 1, 0);
             expect(&ctx, op, D, 81, 96, TILE, 96, 1, 0);
             if (D > 5120)
@@ -191,7 +195,17 @@ static void test_knobs(void **state)
     expect(&ew80_h100, FS_OP_VERIFY, 4096, 97, 320, ROWS, 0, 0, 0);
     /* values the knob does not take fall back to the chip's default */
     const fs_context odd = ctx_for(1, "FLASHSPEC_TILE_EW_MIN_ROWS=100");
-    expect(&odd, FS_OP_SAMPLE, 4096, 65, 80, TILE, 80, 1, 0);
+    expect(&odd, FS_OP_SAMPLE, 4096, 33, 48, TILE, 48, 1, 0);
+    expect(&odd, FS_OP_SAMPLE, 8192, 49, 64, TILE, 64, 0, 0);
+    expect(&odd, FS_OP_SAMPLE, 8192, 65, 80, TILE, 80, 1, 0);
+    /* the 48- and 64-row EW blocks as set, on either chip */
+    const fs_context ew64 = ctx_for(1, "FLASHSPEC_TILE_EW_MIN_ROWS=64");
+    expect(&ew64, FS_OP_VERIFY, 8192, 33, 48, TILE, 48, 0, 0);
+    expect(&ew64, FS_OP_VERIFY, 8192, 49, 64, TILE, 64, 1, 0);
+    expect(&ew64, FS_OP_VERIFY, 8192, 97, 128, ROWS, 0, 0, 0);
+    const fs_context ew48_h100 = ctx_for(0, "FLASHSPEC_TILE_EW_MIN_ROWS=48");
+    expect(&ew48_h100, FS_OP_SAMPLE, 4096, 33, 48, TILE, 48, 1, 0);
+    expect(&ew48_h100, FS_OP_SAMPLE, 4096, 97, 128, ROWS, 0, 0, 0);
 }
 
 int main(void)
