@@ -307,16 +307,7 @@ __device__ __forceinline__ void plain_block(fs_record &r, const fs_row_desc &d, 
                                             const float (&x)[FS_NOISE_BLOCK], NoiseCache &nc)
 {
     const float it = d.inv_temp;
-    float t[FS_NOISE_BLOCK / 2];
-#pragma unroll
-    for (int i = 0; i < FS_NOISE_BLOCK / 2; ++i)
-        t[i] = fmaxf(x[2 * i], x[2 * i + 1]);
-#pragma unroll
-    for (int k = FS_NOISE_BLOCK / 4; k > 0; k >>= 1)
-#pragma unroll
-        for (int i = 0; i < k; ++i)
-            t[i] = fmaxf(t[2 * i], t[2 * i + 1]);
-    const float ml = t[0], m = fs_score_nobias(ml, it);
+    const float ml = fs_block_max(x), m = fs_score_nobias(ml, it);
     /* |m| < 2^100: ml c cannot overflow either (c < 1.45 it) */
     if (!(fabsf(m) < 0x1p100f)) {
         float s[FS_NOISE_BLOCK];
