@@ -47,3 +47,8 @@ OUT=$O/ab timeout 200 bash bench/tools/ab_rounds.sh -r 3 ew \
 timeout 100 $X --shapes 151936x4096,128256x8192,262144x3072 > $O/sweep.txt 2>&1
 timeout 60 $TB > $O/tree_bench.txt 2>&1
 # issue20_score.txt: bench/tools/issue20_score.py sweep.txt
+
+# ---- call 7 (O=/tmp/o7): the filters' cost against the unfiltered op now (cedda1f)
+O=/tmp/o7; mkdir -p $O
+for r in 1 2; do timeout 150 $B/bench/filter_bench --shapes 151936x4096,128256x8192 --rows 1,16,48,64 --logits 1 --rounds 2 --reps 10 > $O/filter_$r.txt 2>&1; done
+# filter_table_call7.txt: bench/tools/filter_ab_table.py now='filter_[12].txt'
