@@ -84,7 +84,7 @@ constexpr int BM = FS_HOPPER_TILE_V; /* vocabulary per tile (= per record) */
 constexpr int NCW = 8;               /* consumer warps (2 warpgroups) */
 constexpr int NCT = NCW * 32;        /* consumer threads */
 constexpr int THREADS = NCT + 32;    /* + the producer warp */
-/* The epilogue warps (EW kernels: 80- to 160-row blocks, no filters):
+/* The epilogue warps (EW kernels: 48- to 160-row blocks, no filters):
  * ewt(BN) more threads push the staged tile's noise blocks while the two
  * MMA warpgroups run the next tile's wgmmas.  Four warps up to 128 rows (at
  * 128 a row a thread), seven past them: 512 threads in all leave ptxas the 128
@@ -689,7 +689,7 @@ __global__ void __launch_bounds__(EW ? threads_ew(BN) : THREADS, 1)
                     const Args a)
 {
     using C = Cfg<BN>;
-    static_assert(!EW || (ew_bn(BN) && !FILT), "EW: 80-160-row blocks, no filters");
+    static_assert(!EW || (ew_bn(BN) && !FILT), "EW: 48-160-row blocks, no filters");
     static_assert(!PAIR || EW, "pairs: the EW kernels");
     constexpr int PW = EW ? (NCT + ewt(BN)) / 32 : NCW; /* the producer warp */
     extern __shared__ unsigned char smem_raw[];
@@ -945,7 +945,7 @@ template <int BN> int pair_clusters()
 
 /* tw: W in boxes of BM tokens, or BM / 2 for pairs (slots: the grid's
  * clusters).  ew_min: the smallest row block the EW kernels take (no
- * filters, FLASHSPEC_TILE_EPI_WG on; 80, 96 or 128, INT_MAX: none); pairs
+ * filters, FLASHSPEC_TILE_EPI_WG on; 48, 64, 80, 96 or 128, INT_MAX: none); pairs
  * are EW kernels whatever it is. */
 template <int BN>
 cudaError_t launch(const CUtensorMap &tw, const void *H, int is_bf16, int64_t D, int64_t rows,
