@@ -292,7 +292,7 @@ struct NoiseCache {
 };
 
 /* fs_record_push_block of a plain block -- 16 tokens in range, no mask,
- * bias or tree children, neither the row's excluded nor its selected token,
+ * bias or tree child, neither the row's excluded nor its selected token,
  * a row that is not greedy -- from its logits x: the same record, worked in
  * logit units as the rows kernel's epilogue does.  A weight is
  * ex2(x c - m_l c), c = it / ln 2 and m_l the logits' max: one FFMA and one
@@ -383,9 +383,13 @@ __device__ __forceinline__ void epi_block(Epi &e, const float *epi, int rr, int 
         return;
     }
     if (n == FS_NOISE_BLOCK && !a.allowed && !a.bias) {
-        if (!FILT && !a.tree_rows && !(e.d.flags & FS_ROWF_GREEDY) &&
+        /* a tree row's block without a child is plain too: a chain given
+           as a tree then pushes every block as verify does (test_gpu_tree's
+           bit-for-bit equality) */
+        if (!FILT && !(e.d.flags & FS_ROWF_GREEDY) &&
             (uint64_t)((int64_t)e.d.excluded - g0) >= FS_NOISE_BLOCK &&
-            (uint64_t)((int64_t)e.d.selected - g0) >= FS_NOISE_BLOCK) {
+            (uint64_t)((int64_t)e.d.selected - g0) >= FS_NOISE_BLOCK &&
+            !(a.tree_rows && fs_tree_block_has_child(a.tree_rows + e.row, (int32_t)g0))) {
             plain_block(e.rec, e.d, (int32_t)g0, s, nc);
             return;
         }

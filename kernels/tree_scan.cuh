@@ -24,6 +24,18 @@
 
 #ifdef __CUDACC__
 
+/* Whether the noise block starting at id0 holds one of the row's children
+ * (t): only then has fs_tree_scan_block work there, and a block without
+ * one is pushed as any row's (the Hopper tile kernels' plain blocks). */
+static __device__ __forceinline__ bool fs_tree_block_has_child(const fs_tree_row *t, int32_t id0)
+{
+    const int nc = t->num_children;
+    bool any = false;
+    for (int k = 0; k < nc; ++k)
+        any |= (uint32_t)(t->children[k] - id0) < (uint32_t)FS_NOISE_BLOCK;
+    return any;
+}
+
 /* Block id0 .. id0 + n - 1 (1 <= n <= FS_NOISE_BLOCK) of a tree row with
  * descriptor d (the row's base) and children t; s holds the block's scores
  * (-inf for disallowed tokens) and is updated in place.  child_s: the row's

@@ -63,3 +63,12 @@ timeout 400 $X --shapes 151936x4096,128256x8192,262144x3072 > $O/sweep.txt 2>&1
 for r in 2 3; do timeout 60 $TB > $O/tree_bench_$r.txt 2>&1; done
 # issue20_score.txt: bench/tools/issue20_score.py sweep.txt
 # tree_table.txt: the three tree_bench runs' ranges per cell
+
+# ---- call 8 (O=/tmp/o8): tree rows' blocks without a child on plain_block
+# too (carry-bin/extra.txz: cedda1f's tree_bench as tree_cedda)
+O=/tmp/o8; mkdir -p $O/ab
+(cd $B && timeout 300 ctest -R '^test_gpu_(tree.*|agree|agree_ew_small|agree_tile160|agree_pairs)$' -j4 --output-on-failure > $O/ctest_tree_agree.txt 2>&1)
+for r in 1 2 3; do for v in prev new; do
+  Y=$TB; [ $v = prev ] && Y=$F/tree_cedda
+  timeout 60 $Y --shapes 151936x4096,128256x8192,262144x3072 --requests 4,8 --nodes 11,15,19,39 --rounds 2 --reps 6 > $O/ab/tree_${v}_$r.txt 2>&1
+done; done
