@@ -72,3 +72,7 @@ for r in 1 2 3; do for v in prev new; do
   Y=$TB; [ $v = prev ] && Y=$F/tree_cedda
   timeout 60 $Y --shapes 151936x4096,128256x8192,262144x3072 --requests 4,8 --nodes 11,15,19,39 --rounds 2 --reps 6 > $O/ab/tree_${v}_$r.txt 2>&1
 done; done
+
+# ---- call 9 (O=/tmp/o9): the GPU suite on the final build (514484b's kernels)
+O=/tmp/o9; mkdir -p $O
+(cd $B && timeout 330 ctest -L gpu -j4 --output-on-failure > $O/ctest_gpu.txt 2>&1)
