@@ -6,6 +6,7 @@
  * warps with 128 -- fails here and not only in a benchmark.  No GPU needed:
  * the chip is given as its memory's class (fast_hbm), the knobs come from
  * the environment this test sets. */
+#define _POSIX_C_SOURCE 200809L /* setenv, unsetenv */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
