@@ -948,12 +948,11 @@ template <int BN> int pair_clusters()
 }
 
 /* tw: W in boxes of BM tokens, or BM / 2 for pairs (slots: the grid's
- * clusters).  ew_min: the smallest row block the EW kernels take (no
- * filters, FLASHSPEC_TILE_EPI_WG on; 48, 64, 80, 96 or 128, INT_MAX: none); pairs
- * are EW kernels whatever it is. */
+ * clusters).  ew, pair: the EW kernel, in pairs or not, as
+ * fs_hopper_kernel_plan chose for this block. */
 template <int BN>
 cudaError_t launch(const CUtensorMap &tw, const void *H, int is_bf16, int64_t D, int64_t rows,
-                   const Args &a0, int grid, int ew_min, bool pair, int device,
+                   const Args &a0, int grid, bool ew, bool pair, int device,
                    cudaStream_t stream)
 {
     CUtensorMap th;
@@ -975,8 +974,7 @@ cudaError_t launch(const CUtensorMap &tw, const void *H, int is_bf16, int64_t D,
        launch, cooperative for its grid barrier (the grid is at most one CTA
        an SM, fs_hopper_records_per_row) */
     const bool filt = a.cands != nullptr;
-    const bool ew = ew_bn(BN) && (pair || BN >= ew_min);
-    if (pair && (BN < 128 || a0.tail.single))
+    if ((ew && !ew_bn(BN)) || (pair && (!ew || BN < 128 || a0.tail.single)))
         return cudaErrorInvalidValue; /* pairs: 128-160-row EW kernels, no single launch */
     fs_pdl_config pc(dim3((unsigned)(pair ? 2 * grid : grid)), dim3(ew ? threads_ew(BN) : THREADS),
                      Cfg<BN>::SMEM, stream, !a0.tail.single);
@@ -1333,8 +1331,8 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
         return (int)cudaErrorInvalidValue; /* no grid barrier across clusters */
     if (n_recs <= 0)
         return (int)cudaErrorInvalidValue; /* pairs: the device's cluster count unknown */
-    const int ew_min = ew_min_of(opts);
-    const int bn = pair ? pair_bn(rows) : pick_bn(rows, ew_min <= 128);
+    int bn = 0, ew = 0; /* the tile kernel fs_hopper_kernel_for chose: its block, EW or not */
+    (void)fs_hopper_kernel_plan(rows, opts, pair, &bn, &ew, nullptr);
     Args a;
     fill_scan_args(a, descs, logit_bias, allowed, recs, rows, V_local, vocab_offset, global_vocab,
                    D, tail); /* kblocks: per 64-wide box; launch() makes it per stage */
@@ -1355,15 +1353,15 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
         return (int)e;
     const int grid = (int)n_recs;
     switch (bn) {
-    case 16: e = launch<16>(tw, H, is_bf16, D, rows, a, grid, ew_min, pair, device, stream); break;
-    case 32: e = launch<32>(tw, H, is_bf16, D, rows, a, grid, ew_min, pair, device, stream); break;
-    case 48: e = launch<48>(tw, H, is_bf16, D, rows, a, grid, ew_min, pair, device, stream); break;
-    case 64: e = launch<64>(tw, H, is_bf16, D, rows, a, grid, ew_min, pair, device, stream); break;
-    case 80: e = launch<80>(tw, H, is_bf16, D, rows, a, grid, ew_min, pair, device, stream); break;
-    case 96: e = launch<96>(tw, H, is_bf16, D, rows, a, grid, ew_min, pair, device, stream); break;
-    case 128: e = launch<128>(tw, H, is_bf16, D, rows, a, grid, ew_min, pair, device, stream); break;
-    case 144: e = launch<144>(tw, H, is_bf16, D, rows, a, grid, ew_min, pair, device, stream); break;
-    default: e = launch<160>(tw, H, is_bf16, D, rows, a, grid, ew_min, pair, device, stream); break;
+    case 16: e = launch<16>(tw, H, is_bf16, D, rows, a, grid, ew, pair, device, stream); break;
+    case 32: e = launch<32>(tw, H, is_bf16, D, rows, a, grid, ew, pair, device, stream); break;
+    case 48: e = launch<48>(tw, H, is_bf16, D, rows, a, grid, ew, pair, device, stream); break;
+    case 64: e = launch<64>(tw, H, is_bf16, D, rows, a, grid, ew, pair, device, stream); break;
+    case 80: e = launch<80>(tw, H, is_bf16, D, rows, a, grid, ew, pair, device, stream); break;
+    case 96: e = launch<96>(tw, H, is_bf16, D, rows, a, grid, ew, pair, device, stream); break;
+    case 128: e = launch<128>(tw, H, is_bf16, D, rows, a, grid, ew, pair, device, stream); break;
+    case 144: e = launch<144>(tw, H, is_bf16, D, rows, a, grid, ew, pair, device, stream); break;
+    default: e = launch<160>(tw, H, is_bf16, D, rows, a, grid, ew, pair, device, stream); break;
     }
     return (int)e;
 }

@@ -152,7 +152,8 @@ int64_t fs_hopper_pairs_min(int fast_hbm);
 int fs_hopper_kernel_for(int64_t rows, const fs_hopper_opts *opts);
 
 /* The same choice where pairs_fit says whether the device holds the pairs'
- * clusters (fs_hopper_kernel_for asks it), with the tile kernel's row block
+ * clusters (fs_hopper_kernel_for asks it; fs_hopper_scan_launch_ex launches
+ * the block and kernel this gives), with the tile kernel's row block
  * (*bn: a pair's half; 0 for the rows kernel), whether its epilogue warps
  * push (*ew) and whether it runs in pairs (*pair); NULL outputs are not
  * written. */

@@ -8,7 +8,8 @@
  * decides: greedy and sampled rows, a NaN and a denormal temperature
  * (FS_ROW_BAD_TEMPERATURE), a NULL offset array, bias and mask, 1 to 160
  * rows (the tile kernel's, main pins it; its epilogue warps from 97
- * rows, from 65 on an H200) in an order that leaves a larger op's state behind on one
+ * rows, on an H200 from 33 at these hidden sizes) in an order that leaves
+ * a larger op's state behind on one
  * workspace; verify with drafts that the target accepts
  * (chains walked to the bonus row), ragged requests, none with drafts, a
  * draft outside the vocabulary, a request past max_drafts and a malformed
