@@ -37,12 +37,15 @@ namespace fshr {
  * tile one or two of them (scan_hopper_rows.cu). */
 constexpr int UNIT = 128;
 
-/* A row that takes sampling noise: valid and not greedy.  The producer draws
+/* A row that takes sampling noise: valid, not greedy and not filtered (a
+ * filtered row -- a chain row: tree verify's filtered rows take the tile
+ * kernel -- draws from its kept set alone, in the merge's resolve or the
+ * second pass, so its scan candidate would go unread).  The producer draws
  * noise for exactly these rows (noise_fill) and the consumers read it for
  * exactly these (RowState::noisy), so both ask here. */
 __device__ __forceinline__ bool takes_noise(uint32_t flags)
 {
-    return (flags & (FS_ROWF_VALID | FS_ROWF_GREEDY)) == FS_ROWF_VALID;
+    return (flags & (FS_ROWF_VALID | FS_ROWF_GREEDY | FS_ROWF_FILTER)) == FS_ROWF_VALID;
 }
 
 /* A row's slot in shared memory: its descriptor and, in tree verify's
@@ -65,7 +68,7 @@ struct RowState {
     /* row in range and FS_ROWF_VALID (a row out of range has flags 0): read
        from the descriptor, not carried, to spare the consumers' registers */
     __device__ __forceinline__ int scan() const { return (d->flags & FS_ROWF_VALID) ? 1 : 0; }
-    /* scan and not greedy */
+    /* scan, not greedy, not filtered (takes_noise) */
     __device__ __forceinline__ int noisy() const { return takes_noise(d->flags) ? 1 : 0; }
     __device__ __forceinline__ uint64_t tile_mask() const
     {
@@ -684,9 +687,16 @@ __device__ __forceinline__ void row_tile(RowState &r, float (&acc)[NA], int64_t 
 #undef FSHR_ACC
 
 /* Whether the warp holds a greedy row (RowState of rows ga, ga + 8): the
- * only rows whose argmax id is read (row_tile's col). */
+ * only rows whose argmax id is read (row_tile's col).  FILT: a filtered row
+ * takes no noise and is not greedy, so the flag is asked itself; the other
+ * kernels keep the test on noisy() (the flag's test there made ptxas spill
+ * 20 bytes instead of 8 in the unfiltered multi-job LSE kernels). */
+template <bool FILT>
 __device__ __forceinline__ bool greedy_rows(const RowState &r0, const RowState &r1)
 {
+    if (FILT)
+        return __any_sync(0xffffffffu, (r0.scan() && (r0.d->flags & FS_ROWF_GREEDY)) ||
+                                           (r1.scan() && (r1.d->flags & FS_ROWF_GREEDY)));
     return __any_sync(0xffffffffu, (r0.scan() && !r0.noisy()) || (r1.scan() && !r1.noisy()));
 }
 

@@ -618,7 +618,7 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
 #else
             if (LSE)
                 mbar_wait(FSHR_NOISE_FULL, (uint32_t)(MULTI ? t0 + t : t) & 1u);
-            const bool col = !LSE || greedy_rows(r0, r1); /* row_tile */
+            const bool col = !LSE || greedy_rows<FILT>(r0, r1); /* row_tile */
             row_tile<0, NA, LSE, TREE, FILT>(r0, acc, v0, (int)nc, gc, a,
                                              s_noise + lr * (NBT / 2), col, lists);
             row_tile<1, NA, LSE, TREE, FILT>(r1, acc, v0, (int)nc, gc, a,

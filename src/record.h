@@ -304,9 +304,14 @@ FS_HD float fs_block_sum(const float *w)
  * sampling candidate -- with one exponential per token.  The excluded token
  * goes through fs_record_push: it counts in the log-sum-exp but not in the
  * noise, and the block's sum is taken relative to the max of the others so
- * that it cannot underflow when the excluded token dominates. */
-FS_HD void fs_record_push_block(fs_record *r, const fs_row_desc *d, int32_t id0, int n,
-                                const float *s)
+ * that it cannot underflow when the excluded token dominates.
+ * fs_record_push_block_draw with draw = 0 leaves the sampling candidate out
+ * (best_* stay as they are): a filtered chain row's candidate comes from its
+ * kept set alone (the resolve's kept record, or the second pass), so the
+ * Hopper tile kernel's filtered rows skip the block's Philox draw, logarithm
+ * and pick; everything else is the same bits as the full push. */
+FS_HD void fs_record_push_block_draw(fs_record *r, const fs_row_desc *d, int32_t id0, int n,
+                                     const float *s, int draw)
 {
     /* v: the scores that take part in the block's max, sum and noise
        (finite, in range, not excluded); the reductions are trees, not
@@ -369,8 +374,14 @@ FS_HD void fs_record_push_block(fs_record *r, const fs_row_desc *d, int32_t id0,
        lowest, so every merge order keeps the same one */
     const int greedy = (d->flags & FS_ROWF_GREEDY) != 0;
     fs_record_add_lse(r, m, id0 + (greedy ? fs_block_first_at(v, m) : 0), S);
-    if (!greedy && !fs_block_hopeless(m, r->best_key))
+    if (draw && !greedy && !fs_block_hopeless(m, r->best_key))
         fs_record_offer_block(r, d, id0, v, w, m, S);
+}
+
+FS_HD void fs_record_push_block(fs_record *r, const fs_row_desc *d, int32_t id0, int n,
+                                const float *s)
+{
+    fs_record_push_block_draw(r, d, id0, n, s, 1);
 }
 
 FS_HD void fs_record_merge(fs_record *a, const fs_record *b)
