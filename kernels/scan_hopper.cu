@@ -172,7 +172,12 @@ template <int BN> struct EwCfg {
        measured 2-10% slower there (bench/results/2026-11-29-h200-ew-seven-warps/,
        call 5) */
     static constexpr bool ROW = T == Cfg<BN>::NBLK && G == EWT / 32;
-    static constexpr int NS = ROW ? 1 : 2; /* rows a thread */
+    /* rows a thread: two where a warp's tasks can straddle groups (80-96
+       and 144-160 rows); one at 48-64 rows (T = 4 divides NBLK), where a
+       second row's record, never used there, made ptxas spill 12-28 bytes
+       under the 128 registers a thread that 13 warps leave (four of them
+       on one scheduler) */
+    static constexpr int NS = ROW || Cfg<BN>::NBLK % T == 0 ? 1 : 2;
 };
 
 struct Args {
@@ -665,8 +670,9 @@ __device__ __forceinline__ void ew_epilogue(const Args &a, const float *epi, uns
     if constexpr (!X::ROW) {
         fs_record *part = reinterpret_cast<fs_record *>(smem);
         static_assert(2 * EWT * sizeof(fs_record) <= 2 * C::STAGE_BYTES, "records in the stages");
-        part[2 * ct] = es[0].rec;
-        part[2 * ct + 1] = es[1].rec;
+#pragma unroll
+        for (int k = 0; k < X::NS; ++k)
+            part[2 * ct + k] = es[k].rec;
         fs_named_bar(BAR_EPI, EWT);
 #pragma unroll
         for (int k = 0; k < X::NS; ++k) {
