@@ -70,7 +70,7 @@ typedef struct fcase {
     int f16;     /* fused: an fp16 LM head instead of bf16 */
     int wide;    /* the wide resolve must decide some row the best 64 do not */
     int keep;    /* FS_GPU_TEST_SMALL keeps its requests: past 160 rows (the rows
-                    kernel's candidate lists) */
+                    kernel's candidate lists), or a row block of its own */
 } fcase;
 
 typedef struct fin {
@@ -347,6 +347,10 @@ static void test_agree(void **state)
         {"verify logits peaked", GT_VERIFY, 0, 1, 5003, 0, 48},
         {"verify fused peaked (tile)", GT_VERIFY, 1, 1, 4099, 64, 48},
         {"verify fused flat (tile)", GT_VERIFY, 1, 0, 4099, 64, 24},
+        /* the filtered tile kernel's 48- and 64-row blocks (four lists a
+           row and CTA), peaked */
+        {"sample fused peaked (tile, 64 rows)", GT_SAMPLE, 1, 1, 4099, 64, 64, .keep = 1},
+        {"verify fused peaked (tile, 33-64 rows)", GT_VERIFY, 1, 1, 4099, 64, 17},
         {"verify fused peaked (> 160 rows)", GT_VERIFY, 1, 1, 2053, 64, 96, .keep = 1},
         /* the second pass's tensor-core scores: fp16, D not a multiple
            of its 32-wide k steps, and its fp32 loop (D % 8 != 0) */
