@@ -431,10 +431,11 @@ __device__ __forceinline__ void epi_block(Epi &e, const float *epi, int rr, int 
         fs_tree_scan_block(&e.rec, e.d, a.tree_rows + e.row,
                            a.tree_child_s + e.row * FS_TREE_MAX_CHILDREN, (int32_t)g0,
                            FS_NOISE_BLOCK, s);
-    /* a filtered chain row draws from its kept set alone (the resolve's
-       kept record, or the second pass): its blocks need no draw here */
+    /* a filtered row draws from its kept set alone (the resolve's kept
+       record -- a tree row's pushes its kept blocks again, children's
+       scores and all -- or the second pass): its blocks need no draw here */
     fs_record_push_block_draw(&e.rec, &e.d, (int32_t)g0, FS_NOISE_BLOCK, s,
-                              !(FILT && e.filt && !a.tree_rows));
+                              !(FILT && e.filt));
 }
 
 template <int BN, bool FILT>

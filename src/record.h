@@ -306,10 +306,10 @@ FS_HD float fs_block_sum(const float *w)
  * noise, and the block's sum is taken relative to the max of the others so
  * that it cannot underflow when the excluded token dominates.
  * fs_record_push_block_draw with draw = 0 leaves the sampling candidate out
- * (best_* stay as they are): a filtered chain row's candidate comes from its
- * kept set alone (the resolve's kept record, or the second pass), so the
- * Hopper tile kernel's filtered rows skip the block's Philox draw, logarithm
- * and pick; everything else is the same bits as the full push. */
+ * (best_* stay as they are): a filtered row's candidate comes from its kept
+ * set alone (the resolve's kept record, or the second pass), so the Hopper
+ * tile kernel's filtered rows skip the block's Philox draw, logarithm and
+ * pick; everything else is the same bits as the full push. */
 FS_HD void fs_record_push_block_draw(fs_record *r, const fs_row_desc *d, int32_t id0, int n,
                                      const float *s, int draw)
 {
