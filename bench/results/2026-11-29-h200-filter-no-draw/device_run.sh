@@ -73,3 +73,11 @@ O=/tmp/o5; mkdir -p $O
  san rc_sample48.txt $RC --kernel-name kns=fsh_scan_kernel $X $A --rows 48 --ops sample
  san mut_nodraw_all_test_gpu_filter.txt $F/m_nodraw_all/test_gpu_filter) &
 wait
+
+# ---- call 6: trees of 40-128 rows on the final build against fafba76 (tree_ab_call6.txt;
+# /tmp/fsb/tree_base: fafba76's tree_bench)
+O=/tmp/o6; mkdir -p $O/ab
+for r in 1 2 3; do for v in base new; do
+  Y=$B/bench/tree_bench; [ $v = base ] && Y=$F/tree_base
+  $Y --shapes 151936x4096,262144x3072 --requests 4,8 --nodes 9,11,13,15 --rounds 2 --reps 6 > $O/ab/tree_${v}_$r.txt 2>&1
+done; done
