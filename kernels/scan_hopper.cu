@@ -342,17 +342,7 @@ __device__ __forceinline__ void plain_block(fs_record &r, const fs_row_desc &d, 
         nc.wi = b >> 1;
     }
     const uint32_t wg = (b & 1u) ? nc.w.v[2] : nc.w.v[0], wu = (b & 1u) ? nc.w.v[3] : nc.w.v[1];
-    /* fs_record_offer_block */
-    const float key = m + logf(S) + fs_gumbel(wg);
-    if (!(key >= r.best_key))
-        return;
-    float xl;
-    const int i = fs_block_pick(x, w, fs_uniform(wu) * S, &xl);
-    if (i >= 0 && fs_beats(key, id0 + i, r.best_key, r.best_id)) {
-        r.best_key = key;
-        r.best_id = id0 + i;
-        r.best_s = fs_score_nobias(xl, it);
-    }
+    fs_record_offer_words(&r, id0, x, w, m, S, wg, wu, it);
 }
 
 /* Push noise block f (local ids v0 + 16 f ..) of buffer row rr.  FILT: the

@@ -224,25 +224,37 @@ FS_HD int fs_block_pick(const float *v, const float *w, float target, float *pic
     return first >= 0 ? first : last;
 }
 
-/* Offer a block's candidate: key m + log S + G for the block whose max is m,
- * weights w (fs_block_weights) and sum S, drawing the token only when the
- * key can win the record; v: the block's scores (the picked token's goes to
- * best_s). */
+/* Offer a block's candidate with its noise words wg, wu (fs_block_words):
+ * key m + log S + G for the block whose max score is m, weights w and sum S,
+ * drawing the token only when the key can win the record.  v: the values the
+ * pick reads, the block's scores (scale 1) or its logits (scale the row's
+ * inverse temperature: the picked token's score, v_i * scale, goes to best_s
+ * as fs_score_nobias gives it).  The Hopper tile kernels' plain blocks
+ * (kernels/scan_hopper.cu) call it with logits and words drawn for two
+ * blocks at once. */
+FS_HD void fs_record_offer_words(fs_record *r, int32_t id0, const float *v, const float *w,
+                                 float m, float S, uint32_t wg, uint32_t wu, float scale)
+{
+    const float key = m + logf(S) + fs_gumbel(wg);
+    if (!(key >= r->best_key))
+        return;
+    float vi;
+    const int i = fs_block_pick(v, w, fs_uniform(wu) * S, &vi);
+    if (i >= 0 && fs_beats(key, id0 + i, r->best_key, r->best_id)) {
+        r->best_key = key;
+        r->best_id = id0 + i;
+        r->best_s = vi * scale;
+    }
+}
+
+/* fs_record_offer_words for a block of scores v (weights w, fs_block_weights),
+ * its words drawn here. */
 FS_HD void fs_record_offer_block(fs_record *r, const fs_row_desc *d, int32_t id0, const float *v,
                                  const float *w, float m, float S)
 {
     uint32_t wg, wu;
     fs_block_words(d->seed, d->offset, d->position, (uint32_t)id0 / FS_NOISE_BLOCK, &wg, &wu);
-    float key = m + logf(S) + fs_gumbel(wg);
-    if (!(key >= r->best_key))
-        return;
-    float si;
-    const int i = fs_block_pick(v, w, fs_uniform(wu) * S, &si);
-    if (i >= 0 && fs_beats(key, id0 + i, r->best_key, r->best_id)) {
-        r->best_key = key;
-        r->best_id = id0 + i;
-        r->best_s = si;
-    }
+    fs_record_offer_words(r, id0, v, w, m, S, wg, wu, 1.0f);
 }
 
 /* The largest of a block's FS_NOISE_BLOCK scores, by a tree of fmaxf (not
