@@ -2,7 +2,7 @@
  * a test without a GPU can walk (tests/test_hopper_policy.c).  The choices
  * themselves, and the measurements behind them, are in scan_hopper.cu
  * (fs_hopper_rows_span_ew80, fs_hopper_pairs_min, ...) and cuda_ops.cu
- * (fs_hopper_opts_for). */
+ * (hopper_opts_for). */
 #ifndef FS_HOPPER_POLICY_H
 #define FS_HOPPER_POLICY_H
 

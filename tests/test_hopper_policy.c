@@ -1,5 +1,5 @@
 /* Which Hopper kernel each op takes by chip and row count, as the context's
- * knobs and fs_hopper_opts_for resolve them (kernels/hopper_policy.h): the
+ * knobs and hopper_opts_for (cuda_ops.cu) resolve them (kernels/hopper_policy.h): the
  * measured rules of scan_hopper.cu written out as a table, so that a change
  * of a default -- or a knob that overwrites one, as the unset
  * FLASHSPEC_TILE_EW_MIN_ROWS once overwrote an H200's 80-row epilogue
