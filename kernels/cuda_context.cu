@@ -118,8 +118,7 @@ extern "C" void fs_cuda_context_knobs(fs_context *ctx, int fast_hbm)
        row blocks that its epilogue warps take (A/B runs); unset or other: by
        the chip (cuda_ops.cu) */
     ctx->tile_ew_min_bn = (int)env_count("FLASHSPEC_TILE_EW_MIN_ROWS", 0);
-    if (ctx->tile_ew_min_bn != 48 && ctx->tile_ew_min_bn != 64 && ctx->tile_ew_min_bn != 80 &&
-        ctx->tile_ew_min_bn != 96 && ctx->tile_ew_min_bn != 128)
+    if (!fs_hopper_ew_min_valid(ctx->tile_ew_min_bn))
         ctx->tile_ew_min_bn = 0;
     /* FLASHSPEC_TILE_PAIRS_MIN=n: the tile kernel's pairs take n-320 rows (0:
        none; tests and A/B runs); unset: by the chip (cuda_ops.cu) */

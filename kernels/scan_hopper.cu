@@ -1055,11 +1055,9 @@ bool use_pairs(int64_t rows, const fs_hopper_opts *opts)
 /* The smallest row block the EW kernels take under opts (INT_MAX: none). */
 int ew_min_of(const fs_hopper_opts *opts)
 {
-    return opts && (opts->no_epi_wg || opts->cands)                    ? INT_MAX
-           : opts && (opts->ew_min_bn == 48 || opts->ew_min_bn == 64 ||
-                      opts->ew_min_bn == 80 || opts->ew_min_bn == 96)
-               ? opts->ew_min_bn
-               : 128;
+    return opts && (opts->no_epi_wg || opts->cands)         ? INT_MAX
+           : opts && fs_hopper_ew_min_valid(opts->ew_min_bn) ? opts->ew_min_bn
+                                                             : 128;
 }
 
 } // namespace fsh
@@ -1128,6 +1126,16 @@ extern "C" int64_t fs_hopper_rows_max_fast_hbm(int tree, int64_t D)
  * 0.5-1.5% slower, where a tile's MMA is twice as long for the same pushes
  * and the plain kernel's pushes between its k-blocks hide better.  D
  * between 4096 and 8192 is not measured: 5120 goes with the shorter. */
+extern "C" int fs_hopper_ew_min_valid(int bn)
+{
+    /* a row block of the launch (kBnList) that has EW kernels, up to 128
+       (past it every block takes them) */
+    for (int i = 0; i < fsh::kNumBn; ++i)
+        if (fsh::kBnList[i] == bn)
+            return fsh::ew_bn(bn) && bn <= 128;
+    return 0;
+}
+
 extern "C" int fs_hopper_ew_min_fast_hbm(int64_t D)
 {
     return D <= 5120 ? 48 : 80;

@@ -134,6 +134,10 @@ int64_t fs_hopper_rows_min_fast_hbm(int argmax, int64_t D);
  * blocks are the faster (scan_hopper.cu).  0: every count. */
 int64_t fs_hopper_rows_max_fast_hbm(int tree, int64_t D);
 
+/* Whether bn is a row block the tile kernel's epilogue warps can start
+ * from (fs_hopper_opts::ew_min_bn): 48, 64, 80, 96 or 128. */
+int fs_hopper_ew_min_valid(int bn);
+
 /* The smallest row block the tile kernel's epilogue warps take by default
  * on such a chip, by hidden size D (fs_hopper_opts::ew_min_bn): 48 or 80. */
 int fs_hopper_ew_min_fast_hbm(int64_t D);
