@@ -27,8 +27,9 @@
  *              The vocabulary is cut into 128-token units, and slot s owns a
  *              contiguous range of them (the slots' ranges differ by at most
  *              one unit; by at most one tile with several jobs), taken as
- *              256-token tiles plus a last half tile when the count is odd: the
- *              W bytes per CTA are balanced to one unit, where 256-token tiles
+ *              256-token tiles plus a last half tile (its MMAs at N = 128)
+ *              when the count is odd: the W bytes (and MMAs) per CTA are
+ *              balanced to one unit, where 256-token tiles
  *              alone leave the last wave half empty at 128 rows.  The row
  *              blocks of one slot run side by side and share W through L2;
  *              with an even count, pairs of them form clusters and each CTA
@@ -78,6 +79,7 @@
 #include "scan_hopper.cuh"
 #include "wgmma.cuh"
 
+#include <type_traits>
 #include <vector>
 
 #ifndef FSHR_STAGES3 /* stages of the 192-row shape (A/B builds) */
@@ -176,8 +178,8 @@ struct Args {
 /* Units [u0, u1) of slot `slot`.  by_tile = 0: the slots' unit counts differ
  * by at most one (a CTA's W bytes balanced, for one job a CTA); by_tile = 1:
  * their counts of upt-unit tiles differ by at most one, the larger slots
- * first (several jobs a CTA: in the compute-bound regime a half tile costs
- * a whole tile's MMAs, and a CTA's first, larger job pairs with a later,
+ * first (several jobs a CTA: in the compute-bound regime a CTA's time is
+ * its tiles' MMAs, and a CTA's first, larger job pairs with a later,
  * smaller one). */
 __host__ __device__ __forceinline__ void slot_range(int slot, int slots, int units, int by_tile,
                                                     int upt, int *u0, int *u1)
@@ -587,7 +589,12 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
 #pragma unroll
         for (int i = 0; i < NA; ++i)
             acc[i] = 0.0f;
-        for (int t = 0; t < q.n_tiles; ++t) {
+        /* Tile t of the job, N tokens wide: its k-blocks into the first N / 2
+           accumulators (tokens 0 .. N - 1 of the tile), then its epilogue on
+           them.  N = BV but for a half tile (below). */
+        auto tile = [&](auto width, int t) {
+            constexpr int N = decltype(width)::value, NT = N / 2;
+            float(&an)[NT] = *reinterpret_cast<float(*)[NT]>(acc);
             for (int kb = 0; kb < KB; ++kb, ++j) {
                 const int s = j % STAGES;
                 mbar_wait(FSHR_FULL(s), (uint32_t)(j / STAGES) & 1u);
@@ -597,35 +604,61 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
                    that are never read (a branch around the wgmma serialises
                    it: ptxas C7518) */
                 wg_fence();
-                mma_kblock<BV, BF16>(acc, sH + s * H_BYTES + cw * HS_BYTES, sW + s * W_BYTES,
-                                      kb == 0);
+                mma_kblock<N, BF16>(an, sH + s * H_BYTES + cw * HS_BYTES, sW + s * W_BYTES,
+                                    kb == 0);
                 wg_commit();
                 wg_wait<1>();
-                fence_acc(acc);
+                fence_acc(an);
                 if (kb > 0)
                     release(j - 1);
             }
             wg_wait<0>();
-            fence_acc(acc);
+            fence_acc(an);
             release(j - 1); /* before the epilogue: the next tile streams in under it */
             const int u = q.u0 + S::UPT * t;
             const int64_t v0 = (int64_t)u * UNIT;
             int64_t nc = (int64_t)(q.u1 - u) * UNIT;
-            nc = nc < BV ? nc : BV;
+            nc = nc < N ? nc : N;
             nc = nc < a.V - v0 ? nc : a.V - v0;
 #if FSHR_PROBE_NO_EPI /* timing probe: the mainloop alone (wrong results) */
-            r0.rec.best_key = fmaxf(r0.rec.best_key, fmaxf(acc[0], acc[NA - 1]) + (float)nc);
+            r0.rec.best_key = fmaxf(r0.rec.best_key, fmaxf(an[0], an[NT - 1]) + (float)nc);
 #else
             if (LSE)
                 mbar_wait(FSHR_NOISE_FULL, (uint32_t)(MULTI ? t0 + t : t) & 1u);
             const bool col = !LSE || greedy_rows<FILT>(r0, r1); /* row_tile */
-            row_tile<0, NA, LSE, TREE, FILT>(r0, acc, v0, (int)nc, gc, a,
+            row_tile<0, NT, LSE, TREE, FILT>(r0, an, v0, (int)nc, gc, a,
                                              s_noise + lr * (NBT / 2), col, lists);
-            row_tile<1, NA, LSE, TREE, FILT>(r1, acc, v0, (int)nc, gc, a,
+            row_tile<1, NT, LSE, TREE, FILT>(r1, an, v0, (int)nc, gc, a,
                                              s_noise + (lr + 8) * (NBT / 2), col, lists + 2);
             if (LSE) /* the noise buffer is free for the next tile */
                 mbar_arrive(FSHR_NOISE_EMPTY);
 #endif
+        };
+        for (int t = 0; t < q.n_tiles; ++t) {
+            /* A job's last tile is half a tile (one unit) when its unit
+               count is odd.  Its MMAs at N = 128 take half the tensor time
+               of N = 256, and from ~400 rows, where the tensor pipe binds,
+               a CTA's time is its tiles' MMAs (128256 x 8192 at 512 rows:
+               30-31 units a slot, the longest CTA 16 tiles' MMAs at N =
+               256, 15.5 this way; under ncu at base clocks 1.5-4% fewer
+               cycles at 448-640 rows there, 0-1% on 262144 x 3072, where
+               the longest slot's half tile is 1/63 of it).  Its epilogue
+               works on those 64 accumulators: with the 256-token epilogue
+               the masking of tokens 128-255 (accumulators no wgmma of the
+               tile had written) made ptxas serialise every wgmma (C7515),
+               and a branch between the two widths inside the k-loop made
+               it add warpgroup arrives (C7519).  The filters' list kernels
+               keep whole tiles (cand_tile's lists take a 256-token tile),
+               and so do tree verify's (a second epilogue there made ptxas
+               spill 36-72 bytes where it spilled 16-24). */
+            if constexpr (S::UPT == 2 && !FILT && !TREE) {
+                if (q.u1 - (q.u0 + S::UPT * t) < S::UPT)
+                    tile(std::integral_constant<int, BV / 2>(), t);
+                else
+                    tile(std::integral_constant<int, BV>(), t);
+            } else {
+                tile(std::integral_constant<int, BV>(), t);
+            }
         }
         const fs_record p0 = quad_record(r0), p1 = quad_record(r1);
         if (gc == 0 && own0)
@@ -802,8 +835,12 @@ struct Plan {
 constexpr double JOB_COST = 0.1;
 
 /* Tiles of the CTA that runs the most (+ JOB_COST a job): at 400+ rows the
- * tensor pipe binds and every CTA's tile, half or whole, costs a tile's MMAs
- * (the W bytes of a half tile are half, its MMAs are not). */
+ * tensor pipe binds and a CTA's time is its tiles' MMAs.  A half tile counts
+ * whole: its MMAs are a whole tile's in the list and tree kernels, half of
+ * one elsewhere (N = 128, the consumers' tile loop), and counted at half on
+ * the three benchmark shapes at 512-2048 rows the plans come out the same
+ * or worse (128256 x 8192 at 1024 rows, 262144 x 3072 at 640: the one-job
+ * plan kept against a by-tile plan less than half a tile better). */
 double plan_cost(int n_rb, int64_t slots, int64_t grid, int units, int by_tile, int upt)
 {
     const int64_t n_jobs = n_rb * slots;
