@@ -650,7 +650,9 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
                it add warpgroup arrives (C7519).  The filters' list kernels
                keep whole tiles (cand_tile's lists take a 256-token tile),
                and so do tree verify's (a second epilogue there made ptxas
-               spill 36-72 bytes where it spilled 16-24). */
+               spill 36-72 bytes where it spilled 16-24; trees of 144-4160
+               rows took the 192-row shape in every tree_bench cell on an
+               H200, where the variant's cycles moved within 1%). */
             if constexpr (S::UPT == 2 && !FILT && !TREE) {
                 if (q.u1 - (q.u0 + S::UPT * t) < S::UPT)
                     tile(std::integral_constant<int, BV / 2>(), t);

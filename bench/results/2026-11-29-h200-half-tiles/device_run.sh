@@ -35,3 +35,16 @@ done
 #     base='runs/half_base_*.txt' new='runs/half_new_*.txt' > bench_ab_table_call2.txt
 #   bench/tools/ncu_launch_ab.py base='ncu_base_*.csv' new='ncu_new_*.csv' > ncu_ab_call3.txt
 tar czf $OUT/out.tgz -C $O .
+# ---- call 5: the tree kernels with half tiles too (variant_tree_half_tiles.patch,
+# tree_bench and test_gpu_tree linked with it, carried as v/), 46c76b5 as base
+M=gpu__time_duration.sum,sm__cycles_elapsed.max,launch__grid_size,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active
+ARGS="--shapes 128256x8192,151936x4096 --requests 16,64 --nodes 8,32,64 --rounds 1 --reps 2"
+for r in 1 2; do
+  for v in base new; do
+    BIN=$B/bench/tree_bench; [ $v = new ] && BIN=/tmp/fsb/v/tree_bench
+    timeout 100 ncu --clock-control base -k regex:'fshr_scan' --csv --metrics $M $BIN $ARGS \
+      > $O/ncu_tree_${v}_$r.csv 2>&1; el "ncu $v $r rc=$?"
+  done
+done
+(cd $B/tests && FLASHSPEC_HOPPER_ROWS_MIN=1 timeout 200 /tmp/fsb/v/test_gpu_tree > $O/tree_rowsm_v.txt 2>&1)
+#   bench/tools/ncu_launch_ab.py base='ncu_tree_base_*.csv' new='ncu_tree_new_*.csv' > ncu_tree_ab_call5.txt
