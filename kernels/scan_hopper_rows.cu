@@ -29,8 +29,8 @@
  *              one unit; by at most one tile with several jobs), taken as
  *              256-token tiles plus a last half tile (its MMAs at N = 128)
  *              when the count is odd: the W bytes (and MMAs) per CTA are
- *              balanced to one unit, where 256-token tiles
- *              alone leave the last wave half empty at 128 rows.  The row
+ *              balanced to one unit, where 256-token tiles alone leave the
+ *              last wave half empty at 128 rows.  The row
  *              blocks of one slot run side by side and share W through L2;
  *              with an even count, pairs of them form clusters and each CTA
  *              of a pair loads one 128-token W box of a step for both (TMA
@@ -652,7 +652,8 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
                and so do tree verify's (a second epilogue there made ptxas
                spill 36-72 bytes where it spilled 16-24; trees of 144-4160
                rows took the 192-row shape in every tree_bench cell on an
-               H200, where the variant's cycles moved within 1%). */
+               H200, and half tiles in the tree kernels too moved those
+               calls' cycles within 1%). */
             if constexpr (S::UPT == 2 && !FILT && !TREE) {
                 if (q.u1 - (q.u0 + S::UPT * t) < S::UPT)
                     tile(std::integral_constant<int, BV / 2>(), t);
