@@ -21,3 +21,16 @@ timeout 150 $B/bench/tree_bench --shapes 151936x4096,128256x8192 --requests 1,4,
   --rounds 3 --reps 8 > $O/tree_bench.txt 2>&1; el "tree rc=$?"
 tar czf $OUT/out.tgz -C $O .
 # off the device: bench/tools/issue20_score.py bench.json > issue20_score.txt
+# ---- call 6 (455144a's build, kind nvidia-h200): ncu_large/, one launch each
+B=$B/bench/flashspec_bench
+M=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,dram__bytes_read.sum,lts__t_bytes.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum
+for c in 128256x8192:256 128256x8192:512 262144x3072:256 262144x3072:512 262144x3072:1024; do
+  sh=${c%:*}; r=${c#*:}
+  for op in sample argmax; do
+    timeout 60 ncu --clock-control none -k regex:'fshr?_scan' -c 1 --csv --metrics $M $B --shapes $sh --rows $r \
+      --ops $op --reps 1 --warmup 0 --gemm heuristic > $O/ncu_${sh}_${r}_${op}.csv 2>&1
+  done
+  timeout 60 ncu --clock-control none -k regex:'nvjet|gemm|cutlass' -c 1 --csv --metrics $M $B --shapes $sh --rows $r \
+    --ops argmax --reps 1 --warmup 0 --gemm heuristic > $O/ncu_${sh}_${r}_cublas.csv 2>&1
+done
+# off the device: bench/tools/ncu_metrics_table.py ncu_*.csv.gz > ncu_table.txt
