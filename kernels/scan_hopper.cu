@@ -1117,15 +1117,6 @@ extern "C" int64_t fs_hopper_rows_max_fast_hbm(int tree, int64_t D)
     return tree ? 0 : 96;
 }
 
-/* H200, the tile kernel's 48- and 64-row blocks with epilogue warps (EW)
- * against the plain ones, in one process (bench/results/2026-11-29-h200-
- * ew-48/, call 5): with D <= 4096 verify of 7-12 requests (35-60 rows)
- * 1-2.5% faster on 262144 x 3072 and 151936 x 4096, sample of 48-64 rows
- * 0.4-1.5%, trees of 48-64 rows 1.6-2.5%, draft argmax even; with D = 8192
- * verify and trees 0.3-1% faster but sample 0.4-1.5% and draft argmax
- * 0.5-1.5% slower, where a tile's MMA is twice as long for the same pushes
- * and the plain kernel's pushes between its k-blocks hide better.  D
- * between 4096 and 8192 is not measured: 5120 goes with the shorter. */
 extern "C" int fs_hopper_ew_min_valid(int bn)
 {
     /* a row block of the launch (kBnList) that has EW kernels, up to 128
@@ -1136,6 +1127,15 @@ extern "C" int fs_hopper_ew_min_valid(int bn)
     return 0;
 }
 
+/* H200, the tile kernel's 48- and 64-row blocks with epilogue warps (EW)
+ * against the plain ones, in one process (bench/results/2026-11-29-h200-
+ * ew-48/, call 5): with D <= 4096 verify of 7-12 requests (35-60 rows)
+ * 1-2.5% faster on 262144 x 3072 and 151936 x 4096, sample of 48-64 rows
+ * 0.4-1.5%, trees of 48-64 rows 1.6-2.5%, draft argmax even; with D = 8192
+ * verify and trees 0.3-1% faster but sample 0.4-1.5% and draft argmax
+ * 0.5-1.5% slower, where a tile's MMA is twice as long for the same pushes
+ * and the plain kernel's pushes between its k-blocks hide better.  D
+ * between 4096 and 8192 is not measured: 5120 goes with the shorter. */
 extern "C" int fs_hopper_ew_min_fast_hbm(int64_t D)
 {
     return D <= 5120 ? 48 : 80;
