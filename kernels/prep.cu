@@ -45,10 +45,12 @@ __global__ void fs_prep_rows_kernel(int argmax, const float *__restrict__ temper
     if (r >= rows)
         return;
     int32_t st;
+    /* the filters' parameters read beside the row's own, not after them */
+    const int32_t fst = f.fdescs ? fs_filter_status(f.top_k, f.top_p, f.min_p, r) : FS_ROW_OK;
     fs_row_desc d = fs_row_desc_sample(argmax ? nullptr : temperature, seed, offset, r, &st);
     if (f.fdescs) { /* sample only */
         if (st == FS_ROW_OK)
-            st = fs_filter_status(f.top_k, f.top_p, f.min_p, r);
+            st = fst;
         if (f.out_fallback)
             f.out_fallback[r] = 0;
         if (st != FS_ROW_OK)
@@ -85,6 +87,21 @@ __global__ void fs_prep_verify_kernel(const int32_t *__restrict__ offsets,
             f.flag_n[1] = 0u; /* sharded contexts: the passes they need */
         }
     }
+    /* request `first`'s own values, read before the layout check so that
+       their DRAM round trip overlaps its (a thread has one request: the
+       grid covers them); the consumers of the scan wait for this kernel,
+       and each dependent round trip here is ~1-1.5 us under the scan's
+       weight stream */
+    int32_t begin0 = 0, end0 = 0;
+    float t0 = 1.0f;
+    uint64_t sd0 = 0, off0 = 0;
+    if (first < num_requests) {
+        begin0 = offsets[first];
+        end0 = offsets[first + 1];
+        t0 = temperature[first];
+        sd0 = seed[first];
+        off0 = offset ? offset[first] : 0;
+    }
     int bad = 0;
     for (int64_t r = threadIdx.x; r < num_requests; r += blockDim.x)
         bad |= offsets[r + 1] < offsets[r];
@@ -106,14 +123,18 @@ __global__ void fs_prep_verify_kernel(const int32_t *__restrict__ offsets,
         return;
     }
     for (int64_t r = first; r < num_requests; r += stride) {
-        const float t = temperature[r];
-        int32_t st = fs_verify_request_status(layout, offsets, drafts, r, max_drafts,
-                                              global_vocab, t);
-        if (st == FS_ROW_OK && f.fdescs)
-            st = fs_filter_status(f.top_k, f.top_p, f.min_p, r);
+        const bool own = r == first;
+        const int64_t begin = own ? begin0 : offsets[r];
+        const int64_t n = (own ? end0 : offsets[r + 1]) - begin;
+        const float t = own ? t0 : temperature[r];
+        const uint64_t sd = own ? sd0 : seed[r];
+        const uint64_t off = own ? off0 : offset ? offset[r] : 0;
+        /* the filters' parameters read beside the drafts, not after them */
+        const int32_t fst = f.fdescs ? fs_filter_status(f.top_k, f.top_p, f.min_p, r) : FS_ROW_OK;
+        int32_t st = fs_verify_drafts_status(drafts + begin, n, max_drafts, global_vocab, t);
+        if (st == FS_ROW_OK)
+            st = fst;
         pre_status[r] = st;
-        const int64_t begin = offsets[r], n = offsets[r + 1] - begin;
-        const uint64_t sd = seed[r], off = offset ? offset[r] : 0;
         for (int64_t j = 0; j <= n; ++j) {
             fs_row_desc d = st == FS_ROW_OK ? fs_verify_row_desc(drafts + begin, n, j, t, sd, off,
                                                                  (int32_t)r)

@@ -603,7 +603,8 @@ __device__ __forceinline__ void ew_epilogue(const Args &a, const float *epi, uns
        racing with the next tile's stores in every verify run whose
        epilogue warpgroup had taken the OR with a bar.red, and in none
        without */
-    const int32_t layout = a.tail.single ? fs_scan_prep_layout(a.tail, a.rows, 0, 1, 0) : FS_ROW_OK;
+    const int32_t layout =
+        a.tail.single ? fs_scan_prep_layout(a.tail, a.rows, 0, 1, 0, nullptr) : FS_ROW_OK;
     const int w = ct >> 5, lane = ct & 31;
     const int t0 = w * X::T, t1 = t0 + X::T < X::TASKS ? t0 + X::T : X::TASKS;
     const int64_t r0 = PAIR ? (int64_t)(blockIdx.x & 1u) * BN : 0;
@@ -623,14 +624,15 @@ __device__ __forceinline__ void ew_epilogue(const Args &a, const float *epi, uns
         e.d.flags = 0;
         const bool row_ok = fb[k] < fe[k] && lr[k] < BN && e.row < a.rows;
         if (row_ok)
-            e.d = a.tail.single ? fs_scan_prep_row(a.tail, layout, e.row, a.global_vocab)
-                                : a.descs[e.row];
+            e.d = a.tail.single
+                      ? fs_scan_prep_row(a.tail, layout, e.row, a.global_vocab, nullptr)
+                      : a.descs[e.row];
         e.scan = row_ok && (e.d.flags & FS_ROWF_VALID) ? 1 : 0;
         e.write = row_ok && fb[k] == 0 ? 1 : 0; /* the row's first blocks: it merges */
         e.filt = 0;
     }
     if (a.tail.single && blockIdx.x == 0)
-        fs_scan_prep_store(a.tail, layout, a.rows, a.global_vocab, ct, EWT);
+        fs_scan_prep_store(a.tail, layout, a.rows, a.global_vocab, ct, EWT, nullptr);
     for (int vt = tile_slot<PAIR>(); vt < a.n_items; vt += tile_slots<PAIR>()) {
         ew_bar<BN>(BAR_FREE); /* done with the tile before */
         ew_bar<BN>(BAR_FULL);
@@ -821,12 +823,17 @@ __global__ void __launch_bounds__(EW ? threads_ew(BN) : THREADS, 1)
     const bool row_ok = e_active && e.row < a.rows;
     if (!FILT && a.tail.single) {
         /* one launch: no prep kernel ran (scan_prep.cuh); CTA 0 stores what
-           the op's end reads */
-        const int32_t layout = fs_scan_prep_layout(a.tail, a.rows, ct, NCT, 1);
+           the op's end reads.  The offsets go through the staging buffer,
+           which the first tile's stage_tile fills only after every
+           consumer has passed consumer_bar (a verify call has at most
+           rows <= BN requests). */
+        int32_t *s_off = reinterpret_cast<int32_t *>(epi);
+        static_assert(C::EPI_BYTES >= (BN + 1) * (int)sizeof(int32_t), "offsets in epi");
+        const int32_t layout = fs_scan_prep_layout(a.tail, a.rows, ct, NCT, 1, s_off);
         if (row_ok)
-            e.d = fs_scan_prep_row(a.tail, layout, e.row, a.global_vocab);
+            e.d = fs_scan_prep_row(a.tail, layout, e.row, a.global_vocab, s_off);
         if (blockIdx.x == 0)
-            fs_scan_prep_store(a.tail, layout, a.rows, a.global_vocab, ct, NCT);
+            fs_scan_prep_store(a.tail, layout, a.rows, a.global_vocab, ct, NCT, s_off);
     } else if (row_ok) {
         e.d = a.descs[e.row];
     }

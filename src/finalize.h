@@ -119,6 +119,28 @@ FS_HD int32_t fs_verify_layout_status(const int32_t *offsets, int64_t num_reques
     return FS_ROW_OK;
 }
 
+/* The status before the scan of a request whose layout is valid, from its
+ * n drafts (fs_verify_request_status below).  Every draft is read, with no
+ * exit at the first bad one: on the GPU the reads are then independent and
+ * go out together, where the early exit made each wait for the one before
+ * -- a dependent DRAM round trip a draft in front of the scan. */
+FS_HD int32_t fs_verify_drafts_status(const int32_t *request_drafts, int64_t n,
+                                      int64_t max_drafts, int64_t global_vocab,
+                                      float temperature)
+{
+    if (n > max_drafts)
+        return FS_ROW_BAD_OFFSETS;
+    int bad = 0;
+#ifdef __CUDA_ARCH__
+#pragma unroll 4
+#endif
+    for (int64_t i = 0; i < n; ++i) {
+        const int32_t x = request_drafts[i];
+        bad |= x < 0 || (int64_t)x >= global_vocab;
+    }
+    return bad ? FS_ROW_BAD_DRAFT : fs_temperature_status(temperature);
+}
+
 /* Status of request r before the scan, given the layout's status: more than
  * max_drafts drafts (its output row would overflow), a draft id outside the
  * vocabulary, or a bad temperature fail this request only. */
@@ -128,23 +150,27 @@ FS_HD int32_t fs_verify_request_status(int32_t layout_status, const int32_t *off
 {
     if (layout_status != FS_ROW_OK)
         return layout_status;
-    if ((int64_t)offsets[r + 1] - offsets[r] > max_drafts)
-        return FS_ROW_BAD_OFFSETS;
-    for (int64_t i = offsets[r]; i < offsets[r + 1]; ++i)
-        if (drafts[i] < 0 || (int64_t)drafts[i] >= global_vocab)
-            return FS_ROW_BAD_DRAFT;
-    return fs_temperature_status(temperature);
+    return fs_verify_drafts_status(drafts + offsets[r], (int64_t)offsets[r + 1] - offsets[r],
+                                   max_drafts, global_vocab, temperature);
 }
 
-/* Row descriptor of target row j of a valid verify request: the draft at j is
- * both the token whose probability is needed and the one removed from the
- * recovery candidate; the bonus row (j == n) has neither. */
+/* Row descriptor of target row j of a valid verify request whose draft at j
+ * is x (-1 for the bonus row, j == n): the draft is both the token whose
+ * probability is needed and the one removed from the recovery candidate;
+ * the bonus row has neither. */
+FS_HD fs_row_desc fs_verify_row_desc_x(int32_t x, int64_t j, float temperature, uint64_t seed,
+                                       uint64_t offset, int32_t request)
+{
+    return fs_row_desc_make(temperature, seed, offset, (uint32_t)j, x, x, request);
+}
+
+/* Row descriptor of target row j of a valid verify request with n drafts. */
 FS_HD fs_row_desc fs_verify_row_desc(const int32_t *request_drafts, int64_t n, int64_t j,
                                      float temperature, uint64_t seed, uint64_t offset,
                                      int32_t request)
 {
-    int32_t x = j < n ? request_drafts[j] : -1;
-    return fs_row_desc_make(temperature, seed, offset, (uint32_t)j, x, x, request);
+    return fs_verify_row_desc_x(j < n ? request_drafts[j] : -1, j, temperature, seed, offset,
+                                request);
 }
 
 /* Step j of a verify walk, on row j's merged record r and descriptor d.
