@@ -345,6 +345,72 @@ __device__ __forceinline__ void plain_block(fs_record &r, const fs_row_desc &d, 
     fs_record_offer_words(&r, id0, x, w, m, S, wg, wu, it);
 }
 
+/* A block for plain_block but for the row's excluded or selected token
+ * (verify's draft: xo, so its place, >= FS_NOISE_BLOCK when not here) or a
+ * tree row's children (child), from its logits x: those tokens' scores
+ * leave by select chains, as in the rows kernel's epilogue, and the rest is
+ * a plain block.  The general push did the same work in code that only
+ * such blocks ran -- a few of a call's blocks, so fetched cold each time,
+ * behind the weight stream's loads: one block took 17-47 us (globaltimer,
+ * 5-20-row verify on an H200), and the CTA that met it ended the scan 5-14
+ * us after sampling's last CTA.  The pushes are the general path's: the
+ * excluded token's score into the record alone (its log-sum-exp, and sel_s
+ * when it is the selected one), the selected one's kept (sel_s), a tree
+ * row's children's scores into child_s and its excluded children pushed in
+ * token order; scores as the general path computes them. */
+__device__ __forceinline__ void plain_block_except(Epi &e, const Args &a, int32_t id0,
+                                                   uint32_t xo, uint32_t so, bool child,
+                                                   float (&x)[FS_NOISE_BLOCK], NoiseCache &nc)
+{
+    const float it = e.d.inv_temp;
+    uint32_t ex = xo < FS_NOISE_BLOCK ? 1u << xo : 0u;
+    if (so < FS_NOISE_BLOCK && so != xo) {
+        float v = -INFINITY;
+#pragma unroll
+        for (int i = 0; i < FS_NOISE_BLOCK; ++i)
+            v = (uint32_t)i == so ? x[i] : v;
+        const float sv = fs_score_nobias(v, it);
+        if (sv > -INFINITY && sv < INFINITY)
+            e.rec.sel_s = sv;
+    }
+    if (child) {
+        const fs_tree_row *t = a.tree_rows + e.row;
+        float *child_s = a.tree_child_s + e.row * FS_TREE_MAX_CHILDREN;
+        const int nc_ = t->num_children;
+        for (int k = 0; k < nc_; ++k) {
+            const uint32_t at = (uint32_t)(t->children[k] - id0);
+            if (at >= (uint32_t)FS_NOISE_BLOCK)
+                continue;
+            float v = -INFINITY;
+#pragma unroll
+            for (int i = 0; i < FS_NOISE_BLOCK; ++i)
+                v = (uint32_t)i == at ? x[i] : v;
+            const float sv = fs_score_nobias(v, it);
+            if (sv > -INFINITY && sv < INFINITY)
+                child_s[k] = sv;
+        }
+        ex |= fs_tree_block_excluded(t, id0);
+    }
+    /* one push in a loop over the tokens, not one inlined a position */
+    while (ex) {
+        const int i0 = __ffs(ex) - 1;
+        ex &= ex - 1u;
+        float v = -INFINITY;
+#pragma unroll
+        for (int i = 0; i < FS_NOISE_BLOCK; ++i) {
+            v = i == i0 ? x[i] : v;
+            x[i] = i == i0 ? -INFINITY : x[i];
+        }
+        fs_record_push(&e.rec, &e.d, id0 + i0, fs_score_nobias(v, it));
+    }
+    /* nothing left to exclude: the fallback of plain_block (scores past
+       2^100) must not push the tokens again */
+    fs_row_desc d = e.d;
+    d.excluded = -1;
+    d.selected = -1;
+    plain_block(e.rec, d, id0, x, nc);
+}
+
 /* Push noise block f (local ids v0 + 16 f ..) of buffer row rr.  FILT: the
  * op has filters (a separate instantiation, so that the kernels of the ops
  * without carry no candidate list; its blocks keep the general push, whose
@@ -377,17 +443,28 @@ __device__ __forceinline__ void epi_block(Epi &e, const float *epi, int rr, int 
         argmax_block(e.rec, s, (int32_t)g0);
         return;
     }
-    if (n == FS_NOISE_BLOCK && !a.allowed && !a.bias) {
-        /* a tree row's block without a child is plain too: a chain given
-           as a tree then pushes every block as verify does (test_gpu_tree's
-           bit-for-bit equality) */
-        if (!FILT && !(e.d.flags & FS_ROWF_GREEDY) &&
-            (uint64_t)((int64_t)e.d.excluded - g0) >= FS_NOISE_BLOCK &&
-            (uint64_t)((int64_t)e.d.selected - g0) >= FS_NOISE_BLOCK &&
-            !(a.tree_rows && fs_tree_block_has_child(a.tree_rows + e.row, (int32_t)g0))) {
+    if (!a.allowed && !a.bias && !FILT && !(e.d.flags & FS_ROWF_GREEDY)) {
+        /* a block holding verify's draft or a tree row's children is plain
+           once they are out (plain_block_except): a chain given as a tree
+           then pushes every block as verify does (test_gpu_tree's
+           bit-for-bit equality).  The vocabulary's last block too, its
+           places past the end as masked tokens: in the general push it
+           was the one block of the call to run that code, cold */
+        if (n < FS_NOISE_BLOCK)
+#pragma unroll
+            for (int i = 0; i < FS_NOISE_BLOCK; ++i)
+                s[i] = i < n ? s[i] : -INFINITY;
+        const uint32_t xo = (uint32_t)((int64_t)e.d.excluded - g0);
+        const uint32_t so = (uint32_t)((int64_t)e.d.selected - g0);
+        const bool child =
+            a.tree_rows && fs_tree_block_has_child(a.tree_rows + e.row, (int32_t)g0);
+        if (xo >= FS_NOISE_BLOCK && so >= FS_NOISE_BLOCK && !child)
             plain_block(e.rec, e.d, (int32_t)g0, s, nc);
-            return;
-        }
+        else
+            plain_block_except(e, a, (int32_t)g0, xo, so, child, s, nc);
+        return;
+    }
+    if (n == FS_NOISE_BLOCK && !a.allowed && !a.bias) {
         /* every block but a row's last, without mask or bias, in a loop of
            its own: the general one below, which the compiler does not
            unswitch, runs a branch per token */
