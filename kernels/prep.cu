@@ -89,9 +89,10 @@ __global__ void fs_prep_verify_kernel(const int32_t *__restrict__ offsets,
     }
     /* request `first`'s own values, read before the layout check so that
        their DRAM round trip overlaps its (a thread has one request: the
-       grid covers them); the consumers of the scan wait for this kernel,
-       and each dependent round trip here is ~1-1.5 us under the scan's
-       weight stream */
+       grid covers them).  The scan's consumers wait for this kernel, and
+       beside the scan's weight stream each dependent read waits microseconds:
+       with a read a draft, one request took 10 us on an H200 (3 us after a
+       matmul) */
     int32_t begin0 = 0, end0 = 0;
     float t0 = 1.0f;
     uint64_t sd0 = 0, off0 = 0;
