@@ -345,6 +345,18 @@ __device__ __forceinline__ void plain_block(fs_record &r, const fs_row_desc &d, 
     fs_record_offer_words(&r, id0, x, w, m, S, wg, wu, it);
 }
 
+/* The score of the token at place p of a block's logits x (-inf past the
+ * block), by a select chain: an index known only at run time would put x
+ * in local memory. */
+__device__ __forceinline__ float score_at(const float (&x)[FS_NOISE_BLOCK], uint32_t p, float it)
+{
+    float v = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < FS_NOISE_BLOCK; ++i)
+        v = (uint32_t)i == p ? x[i] : v;
+    return fs_score_nobias(v, it);
+}
+
 /* A block for plain_block but for the row's excluded or selected token
  * (verify's draft: xo, so its place, >= FS_NOISE_BLOCK when not here) or a
  * tree row's children (child), from its logits x: those tokens' scores
@@ -365,11 +377,7 @@ __device__ __forceinline__ void plain_block_except(Epi &e, const Args &a, int32_
     const float it = e.d.inv_temp;
     uint32_t ex = xo < FS_NOISE_BLOCK ? 1u << xo : 0u;
     if (so < FS_NOISE_BLOCK && so != xo) {
-        float v = -INFINITY;
-#pragma unroll
-        for (int i = 0; i < FS_NOISE_BLOCK; ++i)
-            v = (uint32_t)i == so ? x[i] : v;
-        const float sv = fs_score_nobias(v, it);
+        const float sv = score_at(x, so, it);
         if (sv > -INFINITY && sv < INFINITY)
             e.rec.sel_s = sv;
     }
@@ -381,11 +389,7 @@ __device__ __forceinline__ void plain_block_except(Epi &e, const Args &a, int32_
             const uint32_t at = (uint32_t)(t->children[k] - id0);
             if (at >= (uint32_t)FS_NOISE_BLOCK)
                 continue;
-            float v = -INFINITY;
-#pragma unroll
-            for (int i = 0; i < FS_NOISE_BLOCK; ++i)
-                v = (uint32_t)i == at ? x[i] : v;
-            const float sv = fs_score_nobias(v, it);
+            const float sv = score_at(x, at, it);
             if (sv > -INFINITY && sv < INFINITY)
                 child_s[k] = sv;
         }
