@@ -46,6 +46,7 @@ typedef struct options {
     int64_t requests[MAX_LIST];
     int nrequests;
     int drafts;
+    float temperature; /* every request's (below 1e-5 the fused ops' rows are greedy) */
     int reps, warmup, rounds; /* reps: calls per method and round */
     int rotate;               /* rounds before the last start at other methods */
     int do_sample, do_argmax, do_verify;
@@ -586,7 +587,7 @@ static void setup_shape(bench *b, shape s)
     float *ht = xmalloc(N * sizeof(float));
     uint64_t *hs = xmalloc(N * sizeof(uint64_t));
     for (int64_t i = 0; i < N; ++i) {
-        ht[i] = 1.0f;
+        ht[i] = o->temperature;
         hs[i] = 0x243f6a8885a308d3ull + 0x9e3779b97f4a7c15ull * (uint64_t)i;
     }
     CUDA_CHECK(cudaMemcpy(b->temperature, ht, N * sizeof(float), cudaMemcpyHostToDevice));
@@ -724,6 +725,8 @@ static void usage(FILE *f)
             "  --requests LIST        verify requests (default 1,2,4,8,16,32,64,128,200)\n"
             "  --drafts K             greedy drafts per request (default 4: K+1 target rows)\n"
             "  --ops LIST             any of sample,argmax,verify (default all)\n"
+            "  --temperature T        every request's, 0 < T <= 100 (default 1; below 1e-5\n"
+            "                         the fused ops take their greedy rows' path)\n"
             "  --rounds N             rounds per configuration: its methods take turns,\n"
             "                         --reps calls each a round (default 3)\n"
             "  --reps N               timed calls per method and round; the median of all\n"
@@ -807,6 +810,7 @@ static void parse_options(int argc, char **argv, options *o)
     o->nrequests = quick ? COUNT(qreqs) : COUNT(reqs);
     memcpy(o->requests, quick ? qreqs : reqs, o->nrequests * sizeof(int64_t));
     o->drafts = 4;
+    o->temperature = 1.0f;
     o->reps = quick ? 5 : 20;
     o->rounds = quick ? 2 : 3;
     o->warmup = quick ? 2 : 5;
@@ -835,6 +839,10 @@ static void parse_options(int argc, char **argv, options *o)
         } else if (strcmp(a, "--drafts") == 0) {
             o->drafts = atoi(v);
             bad = o->drafts < 1 || o->drafts > 64;
+        } else if (strcmp(a, "--temperature") == 0) {
+            o->temperature = strtof(v, NULL);
+            /* > 0: the unfused baselines divide by it */
+            bad = !(o->temperature > 0.0f && o->temperature <= 100.0f);
         } else if (strcmp(a, "--reps") == 0) {
             o->reps = atoi(v);
             bad = o->reps < 1 || o->reps > 100000;
@@ -951,6 +959,7 @@ int main(int argc, char **argv)
     meta.rotated = o->rotate;
     meta.warmup = o->warmup;
     meta.drafts_per_request = o->drafts;
+    meta.temperature = o->temperature;
     meta.gemm_mode = o->tune_gemm ? "cuBLASLt bf16 x bf16 -> bf16, fp32 accumulation, fastest "
                                     "of up to 16 heuristic candidates"
                                   : "cuBLASLt bf16 x bf16 -> bf16, fp32 accumulation, first "
@@ -997,7 +1006,8 @@ int main(int argc, char **argv)
            b.copy_gbps, o->copy_mib, o->rounds, o->reps, o->rotate ? "rotated" : "fixed", o->warmup,
            b.timer.flush_bytes >> 20,
            o->clean_flush ? ", then read back: clean" : ", left dirty");
-    printf("temperature 1.0; logits bf16; %d greedy drafts per request (the target argmax)\n",
+    printf("temperature %g%s; logits bf16; %d greedy drafts per request (the target argmax)\n",
+           o->temperature, o->temperature < 1e-5f ? " (the fused ops' rows greedy)" : "",
            o->drafts);
     printf("planned: %ld measurements, %ld timed calls\n", configs, calls);
     if (!b.fs)

@@ -142,9 +142,9 @@ int report_write_json(const char *path, const bench_meta *m, const bench_row *ro
                "\"gemm\": ",
             m->rounds, m->reps, m->warmup, m->rotated ? "rotated" : "fixed");
     json_str(f, m->gemm_mode);
-    fprintf(f, ", \"logits_dtype\": \"bf16 (fp32 accumulation)\", \"temperature\": 1.0, "
+    fprintf(f, ", \"logits_dtype\": \"bf16 (fp32 accumulation)\", \"temperature\": %g, "
                "\"drafts_per_request\": %d, \"target_ratio\": %.2f},\n",
-            m->drafts_per_request, BENCH_TARGET_RATIO);
+            m->temperature, m->drafts_per_request, BENCH_TARGET_RATIO);
     fprintf(f, "  \"versions\": {\"cuda_runtime\": %d, \"cuda_driver\": %d, \"cublaslt\": %zu, "
                "\"flashspec\": %d},\n",
             m->cuda_runtime, m->cuda_driver, m->cublaslt_version, m->flashspec_version);

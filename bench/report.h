@@ -31,6 +31,7 @@ typedef struct bench_meta {
     size_t l2_bytes, mem_bytes;
     double copy_gbps;   /* read + write bytes per second of a large D2D copy */
     int reps, rounds, warmup, drafts_per_request;
+    double temperature; /* every request's */
     int rotated; /* rounds before the last started at other methods */
     const char *gemm_mode;
     int cuda_runtime, cuda_driver, flashspec_version;
