@@ -132,7 +132,7 @@ __global__ void fs_prep_verify_kernel(const int32_t *__restrict__ offsets,
         const uint64_t off = own ? off0 : offset ? offset[r] : 0;
         /* the filters' parameters read beside the drafts, not after them */
         const int32_t fst = f.fdescs ? fs_filter_status(f.top_k, f.top_p, f.min_p, r) : FS_ROW_OK;
-        int32_t st = fs_verify_drafts_status(drafts + begin, n, max_drafts, global_vocab, t);
+        int32_t st = fs_verify_drafts_status(drafts, begin, n, max_drafts, global_vocab, t);
         if (st == FS_ROW_OK)
             st = fst;
         pre_status[r] = st;

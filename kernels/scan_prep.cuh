@@ -66,7 +66,7 @@ static __device__ __forceinline__ int32_t fs_scan_prep_request(const fs_tail_arg
     if (layout != FS_ROW_OK)
         return layout;
     const int64_t begin = off[r];
-    return fs_verify_drafts_status(t.drafts + begin, off[r + 1] - begin, t.stride - 1,
+    return fs_verify_drafts_status(t.drafts, begin, off[r + 1] - begin, t.stride - 1,
                                    global_vocab, t.temperature[r]);
 }
 
@@ -102,7 +102,7 @@ static __device__ __forceinline__ fs_row_desc fs_scan_prep_row(const fs_tail_arg
     const float temp = t.temperature[r];
     const uint64_t seed = t.seed[r], offset = t.offset ? t.offset[r] : 0;
     const int32_t x = j < n ? t.drafts[begin + j] : -1;
-    if (fs_verify_drafts_status(t.drafts + begin, n, t.stride - 1, global_vocab, temp) !=
+    if (fs_verify_drafts_status(t.drafts, begin, n, t.stride - 1, global_vocab, temp) !=
         FS_ROW_OK)
         return fs_row_desc_skip();
     return fs_verify_row_desc_x(x, j, temp, seed, offset, (int32_t)r);

@@ -120,11 +120,13 @@ FS_HD int32_t fs_verify_layout_status(const int32_t *offsets, int64_t num_reques
 }
 
 /* The status before the scan of a request whose layout is valid, from its
- * n drafts (fs_verify_request_status below).  Every draft is read, with no
- * exit at the first bad one: on the GPU the reads are then independent and
- * go out together, where the early exit made each wait for the one before
- * -- a dependent DRAM round trip a draft in front of the scan. */
-FS_HD int32_t fs_verify_drafts_status(const int32_t *request_drafts, int64_t n,
+ * n drafts drafts[begin ..] (fs_verify_request_status below; drafts may be
+ * NULL when n is 0, so no pointer is offset here).  Every draft is read,
+ * with no exit at the first bad one: on the GPU the reads are then
+ * independent and go out together, where the early exit made each wait for
+ * the one before -- a dependent DRAM round trip a draft in front of the
+ * scan. */
+FS_HD int32_t fs_verify_drafts_status(const int32_t *drafts, int64_t begin, int64_t n,
                                       int64_t max_drafts, int64_t global_vocab,
                                       float temperature)
 {
@@ -135,7 +137,7 @@ FS_HD int32_t fs_verify_drafts_status(const int32_t *request_drafts, int64_t n,
 #pragma unroll 4
 #endif
     for (int64_t i = 0; i < n; ++i) {
-        const int32_t x = request_drafts[i];
+        const int32_t x = drafts[begin + i];
         bad |= x < 0 || (int64_t)x >= global_vocab;
     }
     return bad ? FS_ROW_BAD_DRAFT : fs_temperature_status(temperature);
@@ -150,7 +152,7 @@ FS_HD int32_t fs_verify_request_status(int32_t layout_status, const int32_t *off
 {
     if (layout_status != FS_ROW_OK)
         return layout_status;
-    return fs_verify_drafts_status(drafts + offsets[r], (int64_t)offsets[r + 1] - offsets[r],
+    return fs_verify_drafts_status(drafts, offsets[r], (int64_t)offsets[r + 1] - offsets[r],
                                    max_drafts, global_vocab, temperature);
 }
 
