@@ -87,31 +87,33 @@ __global__ void fs_prep_verify_kernel(const int32_t *__restrict__ offsets,
             f.flag_n[1] = 0u; /* sharded contexts: the passes they need */
         }
     }
-    /* request `first`'s own values, read before the layout check so that
-       their DRAM round trip overlaps its (a thread has one request: the
-       grid covers them).  The scan's consumers wait for this kernel, and
-       beside the scan's weight stream each dependent read waits microseconds:
-       with a read a draft, one request took 10 us on an H200 (3 us after a
-       matmul) */
-    int32_t begin0 = 0, end0 = 0;
-    float t0 = 1.0f;
-    uint64_t sd0 = 0, off0 = 0;
-    if (first < num_requests) {
-        begin0 = offsets[first];
-        end0 = offsets[first + 1];
-        t0 = temperature[first];
-        sd0 = seed[first];
-        off0 = offset ? offset[first] : 0;
+    /* A thread has one request, r = first (fs_launch_prep's grid covers
+       them); its values are read before the layout check, so that their
+       DRAM round trip overlaps the check's.  The scan's consumers wait for
+       this kernel, and beside the scan's weight stream each dependent read
+       waits microseconds: with a read a draft, one request took 10 us on an
+       H200 (3 us after a matmul) */
+    const int64_t r = first;
+    const bool own = r < num_requests;
+    int64_t begin = 0, end = 0;
+    float t = 1.0f;
+    uint64_t sd = 0, off = 0;
+    if (own) {
+        begin = offsets[r];
+        end = offsets[r + 1];
+        t = temperature[r];
+        sd = seed[r];
+        off = offset ? offset[r] : 0;
     }
     int bad = 0;
-    for (int64_t r = threadIdx.x; r < num_requests; r += blockDim.x)
-        bad |= offsets[r + 1] < offsets[r];
+    for (int64_t q = threadIdx.x; q < num_requests; q += blockDim.x)
+        bad |= offsets[q + 1] < offsets[q];
     bad = __syncthreads_or(bad);
     const int32_t layout = bad || offsets[0] != 0 ||
                                    (int64_t)offsets[num_requests] != num_draft_tokens
                                ? FS_ROW_BAD_OFFSETS
                                : FS_ROW_OK;
-    for (int64_t r = first; f.out_fallback && r < num_requests; r += stride)
+    if (own && f.out_fallback)
         f.out_fallback[r] = 0;
     if (layout != FS_ROW_OK) {
         for (int64_t i = first; i < rows; i += stride) {
@@ -119,31 +121,26 @@ __global__ void fs_prep_verify_kernel(const int32_t *__restrict__ offsets,
             if (f.fdescs)
                 f.fdescs[i].active = 0;
         }
-        for (int64_t r = first; r < num_requests; r += stride)
+        if (own)
             pre_status[r] = layout;
         return;
     }
-    for (int64_t r = first; r < num_requests; r += stride) {
-        const bool own = r == first;
-        const int64_t begin = own ? begin0 : offsets[r];
-        const int64_t n = (own ? end0 : offsets[r + 1]) - begin;
-        const float t = own ? t0 : temperature[r];
-        const uint64_t sd = own ? sd0 : seed[r];
-        const uint64_t off = own ? off0 : offset ? offset[r] : 0;
-        /* the filters' parameters read beside the drafts, not after them */
-        const int32_t fst = f.fdescs ? fs_filter_status(f.top_k, f.top_p, f.min_p, r) : FS_ROW_OK;
-        int32_t st = fs_verify_drafts_status(drafts, begin, n, max_drafts, global_vocab, t);
-        if (st == FS_ROW_OK)
-            st = fst;
-        pre_status[r] = st;
-        for (int64_t j = 0; j <= n; ++j) {
-            fs_row_desc d = st == FS_ROW_OK ? fs_verify_row_desc(drafts + begin, n, j, t, sd, off,
-                                                                 (int32_t)r)
-                                            : fs_row_desc_skip();
-            if (f.fdescs)
-                filter_row(f, r, global_vocab, d, &f.fdescs[begin + r + j]);
-            descs[begin + r + j] = d;
-        }
+    if (!own)
+        return;
+    const int64_t n = end - begin;
+    /* the filters' parameters read beside the drafts, not after them */
+    const int32_t fst = f.fdescs ? fs_filter_status(f.top_k, f.top_p, f.min_p, r) : FS_ROW_OK;
+    int32_t st = fs_verify_drafts_status(drafts, begin, n, max_drafts, global_vocab, t);
+    if (st == FS_ROW_OK)
+        st = fst;
+    pre_status[r] = st;
+    for (int64_t j = 0; j <= n; ++j) {
+        fs_row_desc d = st == FS_ROW_OK
+                            ? fs_verify_row_desc(drafts + begin, n, j, t, sd, off, (int32_t)r)
+                            : fs_row_desc_skip();
+        if (f.fdescs)
+            filter_row(f, r, global_vocab, d, &f.fdescs[begin + r + j]);
+        descs[begin + r + j] = d;
     }
 }
 

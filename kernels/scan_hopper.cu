@@ -439,11 +439,13 @@ __device__ __forceinline__ void epi_block(Epi &e, const float *epi, int rr, int 
         s[4 * j + 2] = l4.z;
         s[4 * j + 3] = l4.w;
     }
-    if (a.argmax) {
-        if (n < FS_NOISE_BLOCK) /* the vocabulary's last block: a branch, not 16 selects a block */
+    /* the vocabulary's last block: its places past the end as masked tokens
+       (a branch, not 16 selects a block) */
+    if (n < FS_NOISE_BLOCK)
 #pragma unroll
-            for (int i = 0; i < FS_NOISE_BLOCK; ++i)
-                s[i] = i < n ? s[i] : -INFINITY;
+        for (int i = 0; i < FS_NOISE_BLOCK; ++i)
+            s[i] = i < n ? s[i] : -INFINITY;
+    if (a.argmax) {
         argmax_block(e.rec, s, (int32_t)g0);
         return;
     }
@@ -451,13 +453,9 @@ __device__ __forceinline__ void epi_block(Epi &e, const float *epi, int rr, int 
         /* a block holding verify's draft or a tree row's children is plain
            once they are out (plain_block_except): a chain given as a tree
            then pushes every block as verify does (test_gpu_tree's
-           bit-for-bit equality).  The vocabulary's last block too, its
-           places past the end as masked tokens: in the general push it
-           was the one block of the call to run that code, cold */
-        if (n < FS_NOISE_BLOCK)
-#pragma unroll
-            for (int i = 0; i < FS_NOISE_BLOCK; ++i)
-                s[i] = i < n ? s[i] : -INFINITY;
+           bit-for-bit equality).  The vocabulary's last block too (masked
+           past the end above): in the general push it was the one block of
+           the call to run that code, cold */
         const uint32_t xo = (uint32_t)((int64_t)e.d.excluded - g0);
         const uint32_t so = (uint32_t)((int64_t)e.d.selected - g0);
         const bool child =

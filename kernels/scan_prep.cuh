@@ -63,11 +63,8 @@ static __device__ __forceinline__ int32_t fs_scan_prep_request(const fs_tail_arg
                                                                int64_t global_vocab,
                                                                const int32_t *off)
 {
-    if (layout != FS_ROW_OK)
-        return layout;
-    const int64_t begin = off[r];
-    return fs_verify_drafts_status(t.drafts, begin, off[r + 1] - begin, t.stride - 1,
-                                   global_vocab, t.temperature[r]);
+    return fs_verify_request_status(layout, off, t.drafts, r, t.stride - 1, global_vocab,
+                                    t.temperature[r]);
 }
 
 /* Row `row`'s descriptor, as prep writes it.  s_off: as filled by
