@@ -86,6 +86,12 @@ typedef struct fs_tail_args {
     const uint64_t *seed, *offset;
     fs_row_desc *descs_out;
     int32_t *pre_status_out;
+    /* verify in one launch past tail_rows_max rows (single 2), where each
+       row's merging CTA takes its row's step of the walk (op_tail.cuh
+       fs_walk_row): per request the rows stepped so far (zeroed by CTA 0
+       with the descriptors), per row its step's verdict */
+    unsigned int *walk_count;
+    int32_t *walk_verdict;
 } fs_tail_args;
 
 /* ---- device helpers ---------------------------------------------------- */

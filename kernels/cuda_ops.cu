@@ -25,6 +25,8 @@
  *   descs      fs_row_desc [rows]                      row descriptors
  *   pre_status int32       [requests]                  status before the scan
  *   counter    uint32      [1]                         the scan's CTAs done (op_tail.cuh)
+ *   walk       uint32 [requests], int32 [rows]         verify only: the one-launch walk's
+ *                                                      counts and verdicts (op_tail.cuh)
  *   tile_recs  fs_record   [rows][ceil(V / 128)]       per-(row, tile or CTA) records
  *   row_recs   fs_record   [rows]                      merged records (the TP seam)
  *   tp_gather  fs_record   [ranks][rows]               only when sharded over > 1 rank
@@ -49,6 +51,8 @@ struct cuda_workspace {
     fs_row_desc *descs;
     int32_t *pre_status;
     unsigned int *counter;
+    unsigned int *walk_count; /* verify only */
+    int32_t *walk_verdict;
     fs_record *tile_recs;
     fs_record *row_recs;
     void *tp_gather;
@@ -88,6 +92,18 @@ size_t carve(const fs_context *ctx, fs_op op, int64_t rows, int64_t requests, in
     if (w)
         w->counter = reinterpret_cast<unsigned int *>(p + at);
     at += align_up(sizeof(unsigned int));
+    if (w) {
+        w->walk_count = nullptr;
+        w->walk_verdict = nullptr;
+    }
+    if (op == FS_OP_VERIFY) {
+        if (w)
+            w->walk_count = reinterpret_cast<unsigned int *>(p + at);
+        at += align_up((size_t)requests * sizeof(unsigned int));
+        if (w)
+            w->walk_verdict = reinterpret_cast<int32_t *>(p + at);
+        at += align_up((size_t)rows * sizeof(int32_t));
+    }
     if (w)
         w->tile_recs = reinterpret_cast<fs_record *>(p + at);
     at += align_up((size_t)rows * max_tiles * sizeof(fs_record));
@@ -471,6 +487,8 @@ extern "C" fs_status fs_cuda_run(fs_context *ctx, const fs_op_args *a)
     t.offset = single && a->op != FS_OP_ARGMAX ? a->params->offset : nullptr;
     t.descs_out = w.descs;
     t.pre_status_out = w.pre_status;
+    t.walk_count = w.walk_count;
+    t.walk_verdict = w.walk_verdict;
     bool tail_ran = false;
     if (e == cudaSuccess) {
         step = a->head ? "fused scan" : "logits scan";

@@ -148,16 +148,95 @@ static __device__ __forceinline__ void fs_op_tail_run(const fs_tail_args &t, con
  * over as many threads). */
 #define FS_MERGE_THREADS 256
 
+/* verify in one launch (fs_op_tail_grid): request r's outputs once the
+ * walk's length k (tokens emitted) and status are known, by a warp: the
+ * places from k on get -1 (logprob NaN); those before it hold the rows'
+ * own tokens already (fs_walk_row). */
+static __device__ __forceinline__ void fs_walk_write(const fs_tail_args &t, int64_t r, int64_t k,
+                                                     int32_t st, int lane)
+{
+    int32_t *tok_out = t.out_tokens + r * t.stride;
+    float *lp_out = t.out_values ? t.out_values + r * t.stride : nullptr;
+    for (int64_t i = k + lane; i < t.stride; i += 32) {
+        tok_out[i] = -1;
+        if (lp_out)
+            lp_out[i] = NAN;
+    }
+    if (lane == 0) {
+        t.out_num_emitted[r] = (int32_t)k;
+        t.out_row_status[r] = st;
+    }
+}
+
+/* verify in one launch: warp 0 of the CTA that merged row `row` (record
+ * rec, lane 0's; descriptor d) takes the row's step of its request's walk
+ * -- fs_verify_row, the step fs_finalize_request takes -- writes the step's
+ * token and logprob in their place and its verdict (0 go on, 1 stop, -status
+ * a failed row), and counts the row in.  The request's last row to be
+ * counted ends its walk: the first failing row's status, else the first
+ * stop, from the verdicts (each request's rows are counted once, so
+ * exactly one CTA sees the count reach n + 1).  Without it every request
+ * waited for every row behind a second grid barrier and walked its records
+ * again.  begin, n: the request's offsets[r] and drafts (lane 0's, loaded
+ * before the merge).  Every write before the count is fenced, and the
+ * ending warp reads the verdicts from L2 after the count and a fence, so
+ * the ending warp's -1s also land after the rows' tentative tokens. */
+static __device__ __forceinline__ void fs_walk_row(const fs_tail_args &t, int64_t row,
+                                                   const fs_record &rec, const fs_row_desc &d,
+                                                   int64_t begin, int64_t n, int lane)
+{
+    unsigned last = 0u;
+    const int64_t r = d.request;
+    if (lane == 0 && (d.flags & FS_ROWF_VALID)) {
+        const int32_t x = d.excluded; /* the draft; -1 on the bonus row */
+        const int64_t j = d.position;
+        int32_t v = -fs_record_status(&rec);
+        if (v == 0) {
+            int32_t tok;
+            float lp;
+            v = fs_verify_row(&rec, &d, x >= 0, x, (uint32_t)j, &tok, &lp);
+            t.out_tokens[r * t.stride + j] = tok;
+            if (t.out_values)
+                t.out_values[r * t.stride + j] = lp;
+        }
+        t.walk_verdict[row] = v;
+        __threadfence();
+        last = atomicAdd(t.walk_count + r, 1u) == (unsigned)n ? 1u : 0u;
+        if (last)
+            __threadfence();
+    }
+    if (!__shfl_sync(0xffffffffu, last, 0))
+        return;
+    const int64_t rr = __shfl_sync(0xffffffffu, r, 0);
+    const int64_t b = __shfl_sync(0xffffffffu, begin, 0), nn = __shfl_sync(0xffffffffu, n, 0);
+    __syncwarp(); /* lane 0's fence before the other lanes' reads */
+    const int32_t *v = t.walk_verdict + b + rr;
+    int32_t st = FS_ROW_OK;
+    int64_t k = -1;
+    for (int64_t j0 = 0; j0 <= nn; j0 += 32) {
+        const int64_t j = j0 + lane;
+        const int32_t vj = j <= nn ? __ldcg(v + j) : 0;
+        const unsigned bad = __ballot_sync(0xffffffffu, vj < 0);
+        const unsigned stops = __ballot_sync(0xffffffffu, vj > 0);
+        if (bad && st == FS_ROW_OK) /* every row counts, reached or not */
+            st = -__shfl_sync(0xffffffffu, vj, __ffs(bad) - 1);
+        if (stops && k < 0)
+            k = j0 + __ffs(stops);
+    }
+    /* the bonus row (j = n) always stops */
+    fs_walk_write(t, rr, st == FS_ROW_OK ? k : 0, st, lane);
+}
+
 /* The end of a single-launch op of more than tail_rows_max rows, once every
  * CTA's records are visible (a grid barrier): as the merge kernel and the
  * finalize kernel would do it, with the same results.  CTA b of G merges rows
  * b, b + G, ... the way a merge block does (FS_MERGE_THREADS threads; rows
  * whose descriptor is not valid get an empty record) and finalizes sample and
- * argmax rows (thread 0); verify stores them in row_recs and, after a
- * second grid barrier (which every thread of every CTA must reach: the
- * caller's other threads too) each warp of the grid walks a request as
- * fs_finalize_verify_kernel's warps do.  descs and pre_status were written
- * by another CTA before the barrier: read through L2. */
+ * argmax rows (thread 0); verify takes each row's step of the walk where it
+ * was merged (fs_walk_row), and its requests that failed before the scan,
+ * which have no rows to step, are written by the grid's warps.  descs and
+ * pre_status were written by another CTA before the barrier: read through
+ * L2. */
 static __device__ __forceinline__ void fs_op_tail_grid(const fs_tail_args &t, const fs_record *recs,
                                                        int64_t n_recs, int64_t rows,
                                                        const fs_row_desc *descs, int tid,
@@ -165,6 +244,7 @@ static __device__ __forceinline__ void fs_op_tail_grid(const fs_tail_args &t, co
                                                        fs_record *scratch)
 {
     const bool fin_rows = t.op == FS_OP_SAMPLE || t.op == FS_OP_ARGMAX;
+    const bool walk = t.op == FS_OP_VERIFY;
     for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
         static_assert(sizeof(fs_row_desc) % sizeof(uint2) == 0, "fs_row_desc in 8-byte words");
         fs_row_desc d;
@@ -172,12 +252,23 @@ static __device__ __forceinline__ void fs_op_tail_grid(const fs_tail_args &t, co
 #pragma unroll
         for (int i = 0; i < (int)(sizeof(fs_row_desc) / sizeof(uint2)); ++i)
             reinterpret_cast<uint2 *>(&d)[i] = __ldcg(dp + i);
+        /* the walk's request bounds, loaded under the merge */
+        int64_t begin = 0, n = 0;
+        if (walk && tid == 0 && (d.flags & FS_ROWF_VALID)) {
+            begin = __ldcg(t.offsets + d.request);
+            n = __ldcg(t.offsets + d.request + 1) - begin;
+        }
         fs_record acc;
         fs_record_init(&acc);
         if (d.flags & FS_ROWF_VALID)
             acc = fs_merge_run(recs + row * n_recs, n_recs, tid, threads);
         acc = fs_record_block_reduce_bar(acc, scratch, tid, threads, bar_id);
         fs_named_bar(bar_id, threads); /* scratch free for the next row */
+        if (walk) {
+            if (tid < 32)
+                fs_walk_row(t, row, acc, d, begin, n, tid);
+            continue;
+        }
         if (tid != 0)
             continue;
         if (fin_rows)
@@ -186,16 +277,15 @@ static __device__ __forceinline__ void fs_op_tail_grid(const fs_tail_args &t, co
         else
             t.row_recs[row] = acc;
     }
-    if (t.op != FS_OP_VERIFY)
+    if (!walk)
         return;
-    __threadfence();
-    cooperative_groups::this_grid().sync();
     const int warps = threads >> 5;
     for (int64_t r = (int64_t)blockIdx.x * warps + (tid >> 5); r < t.num_requests;
-         r += (int64_t)gridDim.x * warps)
-        fs_finalize_request(r, tid & 31, t.row_recs, descs, t.pre_status, t.offsets, t.drafts,
-                            t.stride, t.out_tokens, t.out_values, t.out_num_emitted,
-                            t.out_row_status);
+         r += (int64_t)gridDim.x * warps) {
+        const int32_t st = __ldcg(t.pre_status + r);
+        if (st != FS_ROW_OK)
+            fs_walk_write(t, r, 0, st, tid & 31);
+    }
 }
 
 /* Run by `threads` threads of every CTA (tid 0 .. threads - 1, whole warps,

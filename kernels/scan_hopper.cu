@@ -622,13 +622,11 @@ __device__ __forceinline__ void single_launch_end(const Args &a, unsigned char *
     }
 }
 
-/* The grid barriers of single_launch_end for the threads that do not run
- * it: one, and verify's second past tail_rows_max rows. */
-__device__ __forceinline__ void single_launch_wait(const Args &a)
+/* The grid barrier of single_launch_end for the threads that do not run
+ * it. */
+__device__ __forceinline__ void single_launch_wait()
 {
     cooperative_groups::this_grid().sync();
-    if (a.tail.single == 2 && a.tail.op == FS_OP_VERIFY)
-        cooperative_groups::this_grid().sync();
 }
 
 /* EW: the MMA warpgroups (threads 0 .. NCT - 1).  A tile's accumulators wait
@@ -658,7 +656,7 @@ __device__ __forceinline__ void ew_mma(const Args &a, uint32_t sW, uint32_t sH, 
         stage_tile<BN>(epi, acc, ct);
         ew_bar<BN>(BAR_FULL);
     }
-    if (a.tail.single)
+    if (!PAIR && a.tail.single) /* as ew_epilogue's `single` */
         single_launch_end(a, smem, C::STAGES * C::STAGE_BYTES, ct, NCT, nullptr);
 }
 
@@ -675,6 +673,9 @@ __device__ __forceinline__ void ew_epilogue(const Args &a, const float *epi, uns
     using X = EwCfg<BN>;
     constexpr int EWT = X::EWT;
     const int ct = threadIdx.x - NCT;
+    /* pairs never run as one launch (fs_hopper_scan_launch_ex): their
+       kernels leave its code out */
+    const bool single = !PAIR && a.tail.single;
     fs_pdl_wait(); /* the row descriptors (prep kernel) */
     fs_pdl_launch_dependents();
     /* every thread checks the whole layout (at most 160 requests, under
@@ -683,7 +684,7 @@ __device__ __forceinline__ void ew_epilogue(const Args &a, const float *epi, uns
        epilogue warpgroup had taken the OR with a bar.red, and in none
        without */
     const int32_t layout =
-        a.tail.single ? fs_scan_prep_layout(a.tail, a.rows, 0, 1, 0, nullptr) : FS_ROW_OK;
+        single ? fs_scan_prep_layout(a.tail, a.rows, 0, 1, 0, nullptr) : FS_ROW_OK;
     const int w = ct >> 5, lane = ct & 31;
     const int t0 = w * X::T, t1 = t0 + X::T < X::TASKS ? t0 + X::T : X::TASKS;
     const int64_t r0 = PAIR ? (int64_t)(blockIdx.x & 1u) * BN : 0;
@@ -703,14 +704,13 @@ __device__ __forceinline__ void ew_epilogue(const Args &a, const float *epi, uns
         e.d.flags = 0;
         const bool row_ok = fb[k] < fe[k] && lr[k] < BN && e.row < a.rows;
         if (row_ok)
-            e.d = a.tail.single
-                      ? fs_scan_prep_row(a.tail, layout, e.row, a.global_vocab, nullptr)
-                      : a.descs[e.row];
+            e.d = single ? fs_scan_prep_row(a.tail, layout, e.row, a.global_vocab, nullptr)
+                         : a.descs[e.row];
         e.scan = row_ok && (e.d.flags & FS_ROWF_VALID) ? 1 : 0;
         e.write = row_ok && fb[k] == 0 ? 1 : 0; /* the row's first blocks: it merges */
         e.filt = 0;
     }
-    if (a.tail.single && blockIdx.x == 0)
+    if (single && blockIdx.x == 0)
         fs_scan_prep_store(a.tail, layout, a.rows, a.global_vocab, ct, EWT, nullptr);
     for (int vt = tile_slot<PAIR>(); vt < a.n_items; vt += tile_slots<PAIR>()) {
         ew_bar<BN>(BAR_FREE); /* done with the tile before */
@@ -759,9 +759,9 @@ __device__ __forceinline__ void ew_epilogue(const Args &a, const float *epi, uns
     for (int k = 0; k < X::NS; ++k)
         if (es[k].write)
             a.recs[es[k].row * a.n_recs + tile_slot<PAIR>()] = es[k].rec;
-    if (a.tail.single) {
+    if (single) {
         __threadfence(); /* the records, CTA 0's descriptors */
-        single_launch_wait(a);
+        single_launch_wait();
     } else if (a.tail_on)
         fs_op_tail(a.tail, a.recs, a.n_recs, a.rows, a.descs, ct, EWT, BAR_EPI, tail_flag,
                    reinterpret_cast<fs_record *>(smem), /* the stages: all consumed */
@@ -852,11 +852,11 @@ __global__ void __launch_bounds__(EW ? threads_ew(BN) : THREADS, 1)
                 }
             }
         }
-        if (!FILT && a.tail.single) {
-            /* the consumers' grid barriers (__syncthreads inside) count this
+        if (!FILT && !PAIR && a.tail.single) { /* pairs: never one launch */
+            /* the consumers' grid barrier (__syncthreads inside) counts this
                warp too */
             __syncwarp();
-            single_launch_wait(a);
+            single_launch_wait();
         }
         if (PAIR) { /* no CTA leaves while its peer may still arrive on its barriers */
             __syncwarp();

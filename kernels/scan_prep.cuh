@@ -106,7 +106,8 @@ static __device__ __forceinline__ fs_row_desc fs_scan_prep_row(const fs_tail_arg
 }
 
 /* CTA 0's share: every row's descriptor and every request's status, for the
- * op's end (a grid barrier orders them before its reads). */
+ * op's end, and verify's zeroed walk counts (a grid barrier orders them
+ * before its reads). */
 static __device__ __forceinline__ void fs_scan_prep_store(const fs_tail_args &t, int32_t layout,
                                                           int64_t rows, int64_t global_vocab,
                                                           int tid, int threads,
@@ -123,8 +124,11 @@ static __device__ __forceinline__ void fs_scan_prep_store(const fs_tail_args &t,
     for (int64_t i = tid; i < rows; i += threads)
         t.descs_out[i] = fs_scan_prep_row(t, layout, i, global_vocab, s_off);
     const int32_t *off = s_off ? s_off : t.offsets;
-    for (int64_t r = tid; r < t.num_requests; r += threads)
+    for (int64_t r = tid; r < t.num_requests; r += threads) {
         t.pre_status_out[r] = fs_scan_prep_request(t, layout, r, global_vocab, off);
+        if (t.single == 2) /* the walk's counts (op_tail.cuh fs_walk_row) */
+            t.walk_count[r] = 0u;
+    }
 }
 
 #endif

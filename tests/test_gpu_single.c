@@ -6,7 +6,9 @@
  * under FLASHSPEC_SINGLE_LAUNCH=0), since both run the same scan and merge
  * the same records in the same order.  Cases cover what the in-kernel prep
  * decides: greedy and sampled rows, a NaN and a denormal temperature
- * (FS_ROW_BAD_TEMPERATURE), a NULL offset array, bias and mask, 1 to 160
+ * (FS_ROW_BAD_TEMPERATURE), rows whose scan fails (a NaN bias on an allowed
+ * token: FS_ROW_NONFINITE, verify requests' later rows too), a NULL offset
+ * array, bias and mask, 1 to 160
  * rows (the tile kernel's, main pins it; its epilogue warps from 97
  * rows, on an H200 from 33 at these hidden sizes) in an order that leaves
  * a larger op's state behind on one
@@ -81,6 +83,13 @@ static void dev_make(fs_context *ctx, shape s, uint64_t seed, int bad, dev *d)
     }
     float *bias = fst_gen_bias(seed + 1, MAXR, s.V);
     uint32_t *allowed = fst_gen_allowed(seed + 2, MAXR, s.V, 0.6);
+    if (bad) /* rows that fail in the scan (FS_ROW_NONFINITE): a NaN on an
+                allowed token, in a verify request's later rows too */
+        for (int64_t r = 9; r < MAXR; r += 21) {
+            const int64_t tok = (r * 7919) % s.V;
+            bias[r * s.V + tok] = NAN;
+            allowed[r * fst_mask_words(s.V) + tok / 32] = 0xffffffffu;
+        }
     memset(d, 0, sizeof *d);
     d->V = s.V;
     d->head = (fs_lm_head){gt_dup(w, sizeof(uint16_t) * (size_t)(s.V * s.D)), s.V, s.D,
@@ -264,7 +273,7 @@ static void test_single_equals_prep(void **state)
     dout o1, o2;
     dout_alloc(&o1);
     dout_alloc(&o2);
-    int checked = 0, bad_seen = 0, accepted = 0, verify_bad = 0;
+    int checked = 0, bad_seen = 0, accepted = 0, verify_bad = 0, verify_nonfinite = 0;
     for (size_t si = 0; si < n_shapes; ++si)
         for (int bad = 0; bad <= 1; ++bad) {
             dev d;
@@ -314,6 +323,8 @@ static void test_single_equals_prep(void **state)
                             ++bad_seen;
                         else if (a.st[r] != FS_ROW_OK)
                             ++verify_bad;
+                        if (c->op == GT_VERIFY && a.st[r] == FS_ROW_NONFINITE)
+                            ++verify_nonfinite;
                         else if (c->op == GT_VERIFY && a.nem[r] > 1)
                             accepted += a.nem[r] - 1;
                     }
@@ -327,12 +338,14 @@ static void test_single_equals_prep(void **state)
             dev_free(&d);
         }
     printf("test_gpu_single: %d calls equal on both paths; %d bad-temperature requests, %d "
-           "other bad verify requests, %d drafts accepted\n",
-           checked, bad_seen, verify_bad, accepted);
+           "other bad requests (%d verify requests with a non-finite row), %d drafts "
+           "accepted\n",
+           checked, bad_seen, verify_bad, verify_nonfinite, accepted);
     /* the cases must reach what they are for: bad temperatures, the verify
-       faults, chains walked past their first draft */
+       faults, rows failing in the scan, chains walked past their first draft */
     assert_true(bad_seen > 0);
     assert_true(verify_bad > 0);
+    assert_true(verify_nonfinite > 0);
     assert_true(accepted > 0);
     dout_free(&o1);
     dout_free(&o2);
