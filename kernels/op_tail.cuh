@@ -44,6 +44,30 @@ static __device__ __forceinline__ void fs_finalize_row(int op, const fs_record &
     out_row_status[row] = st;
 }
 
+/* verify: request r's outputs once its walk's length k (tokens emitted) and
+ * status are known, by a warp (lane: this thread's): the places from k on
+ * get -1 (logprob NaN), the count and the status their slots; the places
+ * before k hold the walk's tokens already. */
+static __device__ __forceinline__ void fs_verify_request_end(int64_t r, int64_t k, int32_t st,
+                                                             int lane, int64_t stride,
+                                                             int32_t *out_tokens,
+                                                             float *out_logprobs,
+                                                             int32_t *out_num_emitted,
+                                                             int32_t *out_row_status)
+{
+    int32_t *tok_out = out_tokens + r * stride;
+    float *lp_out = out_logprobs ? out_logprobs + r * stride : nullptr;
+    for (int64_t i = k + lane; i < stride; i += 32) {
+        tok_out[i] = -1;
+        if (lp_out)
+            lp_out[i] = NAN;
+    }
+    if (lane == 0) {
+        out_num_emitted[r] = (int32_t)k;
+        out_row_status[r] = st;
+    }
+}
+
 /* verify: request r's walk over its n_r + 1 merged records (row_recs), by
  * a whole warp (lane: this thread's): every lane takes its row's step
  * (fs_verify_row) at once, 32 rows at a time, and a ballot finds where the
@@ -92,15 +116,8 @@ static __device__ __forceinline__ void fs_finalize_request(
             break;
         }
     }
-    for (int64_t i = k + lane; i < stride; i += 32) {
-        tok_out[i] = -1;
-        if (lp_out)
-            lp_out[i] = NAN;
-    }
-    if (lane == 0) {
-        out_num_emitted[r] = (int32_t)k;
-        out_row_status[r] = st;
-    }
+    fs_verify_request_end(r, k, st, lane, stride, out_tokens, out_logprobs, out_num_emitted,
+                          out_row_status);
 }
 
 /* The op's end, once every CTA's records are visible: `threads` threads of
@@ -148,26 +165,6 @@ static __device__ __forceinline__ void fs_op_tail_run(const fs_tail_args &t, con
  * over as many threads). */
 #define FS_MERGE_THREADS 256
 
-/* verify in one launch (fs_op_tail_grid): request r's outputs once the
- * walk's length k (tokens emitted) and status are known, by a warp: the
- * places from k on get -1 (logprob NaN); those before it hold the rows'
- * own tokens already (fs_walk_row). */
-static __device__ __forceinline__ void fs_walk_write(const fs_tail_args &t, int64_t r, int64_t k,
-                                                     int32_t st, int lane)
-{
-    int32_t *tok_out = t.out_tokens + r * t.stride;
-    float *lp_out = t.out_values ? t.out_values + r * t.stride : nullptr;
-    for (int64_t i = k + lane; i < t.stride; i += 32) {
-        tok_out[i] = -1;
-        if (lp_out)
-            lp_out[i] = NAN;
-    }
-    if (lane == 0) {
-        t.out_num_emitted[r] = (int32_t)k;
-        t.out_row_status[r] = st;
-    }
-}
-
 /* verify in one launch: warp 0 of the CTA that merged row `row` (record
  * rec, lane 0's; descriptor d) takes the row's step of its request's walk
  * -- fs_verify_row, the step fs_finalize_request takes -- writes the step's
@@ -175,10 +172,10 @@ static __device__ __forceinline__ void fs_walk_write(const fs_tail_args &t, int6
  * a failed row), and counts the row in.  The request's last row to be
  * counted ends its walk: the first failing row's status, else the first
  * stop, from the verdicts (each request's rows are counted once, so
- * exactly one CTA sees the count reach n + 1).  Without it every request
- * waited for every row behind a second grid barrier and walked its records
- * again.  begin, n: the request's offsets[r] and drafts (lane 0's, loaded
- * before the merge).  Every write before the count is fenced, and the
+ * exactly one CTA sees the count reach n + 1): no second grid barrier and
+ * no second read of the merged records, 0.5-4 us off verify of 5-80 rows on
+ * an H200 (bench/results/2026-11-30-h200-walk-per-row/).  begin, n: the
+ * request's offsets[r] and drafts (lane 0's, loaded before the merge).  Every write before the count is fenced, and the
  * ending warp reads the verdicts from L2 after the count and a fence, so
  * the ending warp's -1s also land after the rows' tentative tokens. */
 static __device__ __forceinline__ void fs_walk_row(const fs_tail_args &t, int64_t row,
@@ -223,8 +220,10 @@ static __device__ __forceinline__ void fs_walk_row(const fs_tail_args &t, int64_
         if (stops && k < 0)
             k = j0 + __ffs(stops);
     }
-    /* the bonus row (j = n) always stops */
-    fs_walk_write(t, rr, st == FS_ROW_OK ? k : 0, st, lane);
+    /* the bonus row (j = n) always stops; the places before the stop hold
+       the rows' own tokens */
+    fs_verify_request_end(rr, st == FS_ROW_OK ? k : 0, st, lane, t.stride, t.out_tokens,
+                          t.out_values, t.out_num_emitted, t.out_row_status);
 }
 
 /* The end of a single-launch op of more than tail_rows_max rows, once every
@@ -284,7 +283,8 @@ static __device__ __forceinline__ void fs_op_tail_grid(const fs_tail_args &t, co
          r += (int64_t)gridDim.x * warps) {
         const int32_t st = __ldcg(t.pre_status + r);
         if (st != FS_ROW_OK)
-            fs_walk_write(t, r, 0, st, tid & 31);
+            fs_verify_request_end(r, 0, st, tid & 31, t.stride, t.out_tokens, t.out_values,
+                                  t.out_num_emitted, t.out_row_status);
     }
 }
 
