@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# The five device calls that made this folder (one H200 each; `bash run.sh N`
+# The six device calls that made this folder (one H200 each; `bash run.sh N`
 # for call N), from the repository root with carry ["carry-bin", ".deps"]:
 # carry-bin/all.txz packed by bench/tools/carry_pack.sh from a build of the
 # code under test in /tmp/b-full (calls 1-4: 374dc9a's kernels; call 5: the
-# warm-pass change described in README.md), carry-bin/extra.txz (unpacked to
+# warm-pass change described in README.md; call 6: 7dc46ca's), carry-bin/extra.txz (unpacked to
 # /tmp/fsb) holding the other binaries: base/flashspec_bench (8580008's
 # scan_hopper.cu linked into the same library: calls 1, 3, 4),
 # mut/test_gpu_single (mutant_walk_last_stop.patch, call 1),
 # b8/flashspec_bench (CTA 0's tail loading a row's records in one batch of 8
 # a lane, fs_merge_run<8> in fs_op_tail_run: call 2), head/flashspec_bench
-# (374dc9a: call 5).
+# (374dc9a: call 5), probe/flashspec_bench (7dc46ca's library with
+# scan_hopper.cu built with -DFS_PROBE_TAIL=1 and probe_steps.patch: call 6).
 # Tables, off the device (runs/callN.tgz hold the runs):
 #   bench/tools/bench_ab_table.py --methods fs_sample,fs_verify,cublas_matmul base='runs/call1/walk_base_*' new='runs/call1/walk_new_*' > walk_ab_table_call1.txt
 #   bench/tools/bench_ab_table.py --methods fs_sample,fs_draft_argmax def='runs/call2/tail_rows*_def_*' tail0='runs/call2/tail_rows*_tail0_*' b8='runs/call2/tail_rows*_b8_*' > tail_ab_table_call2.txt  (then fs_verify of tail_req*)
@@ -19,6 +20,8 @@
 #   bench/tools/bench_ab_table.py --methods fs_sample,fs_verify def='runs/call4/t8_def_*' tail8='runs/call4/t8_tail8_*' def_s0='runs/call4/t8_def_s0_*' tail8_s0='runs/call4/t8_tail8_s0_*' > t8_ab_table_call4.txt  (then t8d_*)
 #   bench/tools/bench_ab_table.py --methods fs_sample,fs_draft_argmax,cublas_matmul base='runs/call4/ctl5_base_*' new='runs/call4/ctl5_new_*' > ctl5_ab_table_call4.txt
 #   bench/tools/bench_ab_table.py --methods fs_sample,fs_draft_argmax,fs_verify head='runs/call5/warm_head_*' warm='runs/call5/warm_warm_*' > warm_ab_table_call5.txt
+#   probe_steps_table_call6.txt: medians of the FS_PROBE_TAIL lines of probe_*_call6.txt.gz
+#   (the stamps s0-s4 after sync; README.md)
 set -u
 T0=$(date +%s); O=/tmp/o; mkdir -p $O/ab; el() { echo "$1 $(( $(date +%s) - T0 )) s" >> $O/log.txt; }
 bash bench/tools/carry_unpack.sh >/dev/null
@@ -98,6 +101,19 @@ el warm
 (cd $B && ctest -L gpu -j4 --output-on-failure > $O/ctest_gpu.txt 2>&1) &
 (cd $B/tests && FS_GPU_TEST_SMALL=1 san san_memcheck_single.txt $S --tool memcheck --error-exitcode 9 ./test_gpu_single
  FS_GPU_TEST_SMALL=1 san san_racecheck_single.txt $S --tool racecheck --error-exitcode 9 ./test_gpu_single) &
+wait
+el tests
+;;
+6)
+# where the 1-4-row end's time goes: FS_PROBE_TAIL build with stamps inside
+# fs_op_tail_run (probe_steps.patch), CTA 0 ending ops up to 16 rows
+for s in 151936x4096 262144x3072; do
+  FLASHSPEC_TAIL_ROWS_MAX=16 $F/probe/flashspec_bench --shapes $s --rows 1,4,8,16 --requests 1 --drafts 3 \
+    --ops sample,argmax,verify --rounds 2 --reps 20 > $O/probe_$s.txt 2>&1
+done
+el probe
+(cd $B && ctest -L gpu -j4 --output-on-failure > $O/ctest_gpu.txt 2>&1) &
+(cd $B/tests && FS_GPU_TEST_SMALL=1 san san_memcheck_single.txt $S --tool memcheck --error-exitcode 9 ./test_gpu_single) &
 wait
 el tests
 ;;
