@@ -175,9 +175,10 @@ static __device__ __forceinline__ void fs_op_tail_run(const fs_tail_args &t, con
  * exactly one CTA sees the count reach n + 1): no second grid barrier and
  * no second read of the merged records, 0.5-4 us off verify of 5-80 rows on
  * an H200 (bench/results/2026-11-30-h200-walk-per-row/).  begin, n: the
- * request's offsets[r] and drafts (lane 0's, loaded before the merge).  Every write before the count is fenced, and the
- * ending warp reads the verdicts from L2 after the count and a fence, so
- * the ending warp's -1s also land after the rows' tentative tokens. */
+ * request's offsets[r] and its number of drafts (lane 0's, loaded before
+ * the merge).  Every write before the count is fenced, and the ending warp
+ * reads the verdicts from L2 after the count and a fence, so its -1s also
+ * land after the rows' tentative tokens. */
 static __device__ __forceinline__ void fs_walk_row(const fs_tail_args &t, int64_t row,
                                                    const fs_record &rec, const fs_row_desc &d,
                                                    int64_t begin, int64_t n, int lane)
