@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The six device calls that made this folder (one H200 each; `bash run.sh N`
+# The seven device calls that made this folder (one H200 each; `bash run.sh N`
 # for call N), from the repository root with carry ["carry-bin", ".deps"]:
 # carry-bin/all.txz packed by bench/tools/carry_pack.sh from a build of the
 # code under test in /tmp/b-full (calls 1-4: 374dc9a's kernels; call 5: the
@@ -10,7 +10,9 @@
 # b8/flashspec_bench (CTA 0's tail loading a row's records in one batch of 8
 # a lane, fs_merge_run<8> in fs_op_tail_run: call 2), head/flashspec_bench
 # (374dc9a: call 5), probe/flashspec_bench (7dc46ca's library with
-# scan_hopper.cu built with -DFS_PROBE_TAIL=1 and probe_steps.patch: call 6).
+# scan_hopper.cu built with -DFS_PROBE_TAIL=1 and probe_steps.patch: call 6),
+# sel/flashspec_bench (the same library with scan_hopper.cu built with
+# merge_sel.patch and -DFS_MERGE_SEL=1: call 7).
 # Tables, off the device (runs/callN.tgz hold the runs):
 #   bench/tools/bench_ab_table.py --methods fs_sample,fs_verify,cublas_matmul base='runs/call1/walk_base_*' new='runs/call1/walk_new_*' > walk_ab_table_call1.txt
 #   bench/tools/bench_ab_table.py --methods fs_sample,fs_draft_argmax def='runs/call2/tail_rows*_def_*' tail0='runs/call2/tail_rows*_tail0_*' b8='runs/call2/tail_rows*_b8_*' > tail_ab_table_call2.txt  (then fs_verify of tail_req*)
@@ -22,6 +24,7 @@
 #   bench/tools/bench_ab_table.py --methods fs_sample,fs_draft_argmax,fs_verify head='runs/call5/warm_head_*' warm='runs/call5/warm_warm_*' > warm_ab_table_call5.txt
 #   probe_steps_table_call6.txt: medians of the FS_PROBE_TAIL lines of probe_*_call6.txt.gz
 #   (the stamps s0-s4 after sync; README.md)
+#   bench/tools/bench_ab_table.py --methods fs_sample,fs_draft_argmax,fs_verify head='runs/call7/sel_head_*' sel='runs/call7/sel_sel_*' > sel_ab_table_call7.txt
 set -u
 T0=$(date +%s); O=/tmp/o; mkdir -p $O/ab; el() { echo "$1 $(( $(date +%s) - T0 )) s" >> $O/log.txt; }
 bash bench/tools/carry_unpack.sh >/dev/null
@@ -116,6 +119,13 @@ el probe
 (cd $B/tests && FS_GPU_TEST_SMALL=1 san san_memcheck_single.txt $S --tool memcheck --error-exitcode 9 ./test_gpu_single) &
 wait
 el tests
+;;
+7)
+# fs_record_merge by selects in the tile kernel's unit (sel) against HEAD
+OUT=$O/ab timeout 250 bash bench/tools/ab_rounds.sh -r 4 sel \
+  "--shapes 151936x4096,128256x8192,262144x3072 --rows 1,2,4,16,64 --requests 1 --drafts 3 --ops sample,argmax,verify --rounds 1 --reps 20" \
+  head=$B/bench/flashspec_bench sel=$F/sel/flashspec_bench > $O/ab_sel_summary.txt 2>&1
+el sel
 ;;
 esac
 tar czf $OUT/out.tgz -C $O .
