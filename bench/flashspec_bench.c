@@ -1007,8 +1007,8 @@ int main(int argc, char **argv)
            b.timer.flush_bytes >> 20,
            o->clean_flush ? ", then read back: clean" : ", left dirty");
     printf("temperature %g%s; logits bf16; %d greedy drafts per request (the target argmax)\n",
-           o->temperature, o->temperature < 1e-5f ? " (the fused ops' rows greedy)" : "",
-           o->drafts);
+           o->temperature,
+           o->temperature < FS_MIN_TEMPERATURE ? " (the fused ops' rows greedy)" : "", o->drafts);
     printf("planned: %ld measurements, %ld timed calls\n", configs, calls);
     if (!b.fs)
         printf("flashspec ops not run: %s\n", b.fs_unavailable);
