@@ -7,8 +7,8 @@
 # (70f8563's scan_hopper_rows.cu linked into the same library) and
 # p0/flashspec_bench (the patch with `const int P = 0` in the split loop:
 # the halves at N = 128 and the split epilogue, no k-blocks issued under it).
-# Tables, off the device (runs/call1.tgz holds the runs):
-#   bench/tools/bench_ab_table.py --methods fs_sample,fs_draft_argmax,fs_verify,cublas_matmul base='runs/call1/split_base_*' p0='runs/call1/split_p0_*' new='runs/call1/split_new_*' > split_ab_table_call1.txt
+# Tables, off the device (runs/call1.tgz holds the runs; unpacked into runs/call1/):
+#   bench/tools/bench_ab_table.py --methods fs_sample,fs_draft_argmax,fs_verify,cublas_matmul base='runs/call1/ab/split_base_*' p0='runs/call1/ab/split_p0_*' new='runs/call1/ab/split_new_*' > split_ab_table_call1.txt
 #   ncu/*.csv: call 2's raw output (two launches each, the second after one warm-up)
 set -u
 T0=$(date +%s); O=/tmp/o; mkdir -p $O/ab; el() { echo "$1 $(( $(date +%s) - T0 )) s" >> $O/log.txt; }
