@@ -319,14 +319,15 @@ static void test_single_equals_prep(void **state)
                     expect_equal(&a, &b, c, what);
                     const int64_t req = c->op == GT_VERIFY ? c->dr->num_requests : c->rows;
                     for (int64_t r = 0; r < req; ++r) {
-                        if (a.st[r] == FS_ROW_BAD_TEMPERATURE)
+                        if (a.st[r] == FS_ROW_BAD_TEMPERATURE) {
                             ++bad_seen;
-                        else if (a.st[r] != FS_ROW_OK)
+                        } else if (a.st[r] != FS_ROW_OK) {
                             ++verify_bad;
-                        if (c->op == GT_VERIFY && a.st[r] == FS_ROW_NONFINITE)
-                            ++verify_nonfinite;
-                        else if (c->op == GT_VERIFY && a.nem[r] > 1)
+                            if (c->op == GT_VERIFY && a.st[r] == FS_ROW_NONFINITE)
+                                ++verify_nonfinite;
+                        } else if (c->op == GT_VERIFY && a.nem[r] > 1) {
                             accepted += a.nem[r] - 1;
+                        }
                     }
                     ++checked;
                 }
