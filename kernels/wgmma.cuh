@@ -87,6 +87,17 @@ FSW_DEFINE(160, "m64n160k16",
                   ", " FSW_S7 ", " FSW_S8 ", " FSW_S9,
            "%80", "%81", "%82", FSW_C(0), FSW_C(1), FSW_C(2), FSW_C(3), FSW_C(4), FSW_C(5),
            FSW_C(6), FSW_C(7), FSW_C(8), FSW_C(9))
+FSW_DEFINE(192, "m64n192k16",
+           FSW_S0 ", " FSW_S1 ", " FSW_S2 ", " FSW_S3 ", " FSW_S4 ", " FSW_S5 ", " FSW_S6
+                  ", " FSW_S7 ", " FSW_S8 ", " FSW_S9 ", " FSW_S10 ", " FSW_S11,
+           "%96", "%97", "%98", FSW_C(0), FSW_C(1), FSW_C(2), FSW_C(3), FSW_C(4), FSW_C(5),
+           FSW_C(6), FSW_C(7), FSW_C(8), FSW_C(9), FSW_C(10), FSW_C(11))
+FSW_DEFINE(224, "m64n224k16",
+           FSW_S0 ", " FSW_S1 ", " FSW_S2 ", " FSW_S3 ", " FSW_S4 ", " FSW_S5 ", " FSW_S6
+                  ", " FSW_S7 ", " FSW_S8 ", " FSW_S9 ", " FSW_S10 ", " FSW_S11 ", " FSW_S12
+                  ", " FSW_S13,
+           "%112", "%113", "%114", FSW_C(0), FSW_C(1), FSW_C(2), FSW_C(3), FSW_C(4), FSW_C(5),
+           FSW_C(6), FSW_C(7), FSW_C(8), FSW_C(9), FSW_C(10), FSW_C(11), FSW_C(12), FSW_C(13))
 FSW_DEFINE(256, "m64n256k16",
            FSW_S0 ", " FSW_S1 ", " FSW_S2 ", " FSW_S3 ", " FSW_S4 ", " FSW_S5 ", " FSW_S6
                   ", " FSW_S7 ", " FSW_S8 ", " FSW_S9 ", " FSW_S10 ", " FSW_S11 ", " FSW_S12
