@@ -24,9 +24,11 @@
  *              rows; with this producer it gains 5-20% at 200 - 256 rows.
  *   work       job = (row block of 128 or 192 rows, slot), one a CTA or, where
  *              the row blocks do not divide the SMs, several (rows_plan).
- *              The vocabulary is cut into 128-token units, and slot s owns a
- *              contiguous range of them (the slots' ranges differ by at most
- *              one unit; by at most one tile with several jobs), taken as
+ *              The vocabulary is cut into 128-token units (32-token ones
+ *              in the one-job kernels of clustered row blocks: FINE_GRAN),
+ *              and slot s owns a contiguous range of them (the slots'
+ *              ranges differ by at most one unit; by at most one tile with
+ *              several jobs), taken as
  *              256-token tiles plus a last half tile (its MMAs at N = 128)
  *              when the count is odd: the W bytes (and MMAs) per CTA are
  *              balanced to one unit, where 256-token tiles alone leave the
@@ -139,16 +141,42 @@ template <int NWG, bool FILT = false> struct Shape {
      * warps draw the noise in 40 (two Philox calls kept apart: noise_fill),
      * the consumers fit with the row state slimmed (flags read from the
      * descriptor, row offsets not hoisted out of the tile loop).  Draft
-     * argmax: no noise, the producer needs 24 -- but 40 with several jobs a
-     * CTA (MULTI), where its loop over them spilled 44-60 bytes in 24 and
-     * 4-8 in 32.  ptxas models the split:
+     * argmax: no noise, but its producer thread keeps a tile's W boxes and
+     * the stage counters across the tile's steps (the one-job loop, below)
+     * in 40 too: in 24 it spilled 96-116 bytes, and the argmax consumers
+     * fit in 232 / 152 as the sampling ones do.  ptxas models the split:
      * -Xptxas -warn-spills shows a region that does not fit. */
     static constexpr int LAUNCH_REGS = NWG == 2 ? 168 : 128;
 };
+/* Fine ranges.  One job a CTA balances the slots' W bytes to one unit,
+ * and where the units do not divide the slots the longest slot has a whole
+ * unit more than the shortest: 128256 x 8192 has 1002 units, 15.18 a slot
+ * over 66 slots (two 128-row blocks in clusters), and its longest slot holds
+ * 16 -- 5.4% more MMAs than the average (262144 x 3072: 3.1%).  So the
+ * one-job sampling and argmax kernels of clusters of row blocks (FINE: not
+ * the list kernels, whose lists take whole tiles, nor tree verify's, whose
+ * tile masks count units, nor several jobs a CTA, balanced in tiles) cut the
+ * vocabulary into FINE_GRAN-token units instead: the longest slot 15.25
+ * units there (1.004x the average; 262144 x 3072 1.007x).  A slot's range
+ * then ends in a tile narrower than the others (a multiple of FINE_GRAN
+ * tokens), whose MMAs run at its width and whose W comes in FINE_GRAN-token
+ * boxes (the narrow tensor map); its epilogue is the half tile's or the
+ * whole tile's on accumulators of its own, with the columns past its width
+ * -INFINITY from the start.  On an H200 draft argmax of 256 rows went from
+ * 0.891-0.917 to 0.854-0.866 ms on 128256 x 8192, sample 0.99-1.02 to
+ * 0.92-0.96 (bench/results/2026-11-30-h200-fine-ranges/).  A single row
+ * block (97-128 rows, the 192-row block's lone pairs: 132 slots, 7.59
+ * units a slot on 128256 x 8192, 7.75 in fine units) gained nothing there
+ * measurable: 97-128 rows run at the W stream's pace, where a CTA that
+ * ends early leaves its bandwidth to the others, and the 192-row pairs came
+ * out even with and without (same folder), so their kernels keep whole
+ * units and carry no narrow-tile code. */
+constexpr int FINE_GRAN = 32;
+
 template <int NWG, bool LSE, bool MULTI> struct Regs {
     using S = Shape<NWG>;
-    static constexpr int producer = LSE || MULTI ? 40 : 24;
-    static constexpr int consumer = NWG == 2 ? (LSE || MULTI ? 232 : 240) : (LSE ? 152 : 160);
+    static constexpr int producer = 40;
+    static constexpr int consumer = NWG == 2 ? 232 : 152;
     static_assert(WG * producer + S::NCT * consumer <= S::THREADS * S::LAUNCH_REGS,
                   "register pool");
 };
@@ -160,6 +188,8 @@ struct Args {
     fs_record *recs; /* record (row, slot) at row * slots + slot */
     int64_t rows, V, vocab_offset, global_vocab, words;
     int n_rb, slots, units, kblocks, tail_on;
+    /* tokens a unit: UNIT, or FINE_GRAN in the FINE kernels */
+    int gran;
     int tile_slots; /* slot_range's split: 0 balanced in units, 1 in tiles (jobs) */
     int exact_h_bytes; /* H bytes a step of the last row block's exact box (tms) */
     int odd_pairs;     /* an odd n_rb in 2-CTA clusters (cta_job): the last row block unshared */
@@ -290,22 +320,52 @@ __host__ __device__ __forceinline__ int live_slices(int rb, int nwg, int br, int
 #if FSH_SM90A
 
 constexpr int WU_BYTES = UNIT * BK * 2; /* one W TMA box */
+constexpr int WN_BYTES = FINE_GRAN * BK * 2; /* one narrow W box (FINE_GRAN) */
 constexpr int HS_BYTES = 64 * BK * 2;   /* one H slice (TMA box) */
 constexpr int NOISE_THREADS = WG - 32; /* producer warps 1-3 */
 /* named barriers (0 is __syncthreads) */
 constexpr int BAR_CONSUMERS = 1;
 constexpr int BAR_TAIL = 2;
 
-/* Producer side of the pipeline, run by thread 0: step i of a job (tile
- * i / KB, k-block i % KB) into stage st.  In a cluster of CL > 1 row blocks
- * that share W (CTA rank = row block % CL) rank r < nu loads W box r for
- * every CTA of the cluster; a CTA that shares nothing (cta_job) loads its
- * own. */
-template <int NWG, int CL, bool MULTI>
-__device__ __forceinline__ void issue_step(int i, int st, const CUtensorMap *tmw,
-                                           const CUtensorMap *tmh, const CUtensorMap *tms,
-                                           uint32_t sW, uint32_t sH, uint32_t full, int rb, int u0,
-                                           int u1, int live, bool shared, int hmode, const Args &a)
+/* The W boxes of tile t of a job (units [u0, u1)): the first token, the
+ * boxes' count, and whether they are narrow (FINE_GRAN tokens, the narrow
+ * map: a FINE job's last tile when its width is not a multiple of UNIT) or
+ * UNIT tokens wide -- worked out once a tile, not at each of its KB steps:
+ * the producer thread issues a stage's loads on its own, and at 192 rows a
+ * stage's MMAs take ~800 cycles. */
+struct WTile {
+    int row0, nb;
+    bool narrow;
+};
+template <int NWG, bool FINE>
+__device__ __forceinline__ WTile w_tile(int t, int u0, int u1, const Args &a)
+{
+    using S = Shape<NWG>;
+    WTile w;
+    if (FINE) {
+        w.row0 = u0 * a.gran + S::BV * t;
+        const int wt = min(S::BV, u1 * a.gran - w.row0);
+        w.narrow = wt % UNIT != 0;
+        w.nb = w.narrow ? wt / FINE_GRAN : wt / UNIT;
+    } else {
+        const int u = u0 + S::UPT * t;
+        w.row0 = u * UNIT;
+        w.nb = u1 - u >= S::UPT ? S::UPT : 1;
+        w.narrow = false;
+    }
+    return w;
+}
+
+/* Producer side of the pipeline, run by thread 0: k-block kb of tile w
+ * into stage st.  In a cluster of CL > 1 row blocks that share W (CTA rank
+ * = row block % CL) rank r loads W boxes r, r + CL, .. for every CTA of
+ * the cluster; a CTA that shares nothing (cta_job) loads its own. */
+template <int NWG, int CL, bool MULTI, bool FINE>
+__device__ __forceinline__ void issue_step(int kb, int st, const WTile &w, const CUtensorMap *tmw,
+                                           const CUtensorMap *tmn, const CUtensorMap *tmh,
+                                           const CUtensorMap *tms, uint32_t sW, uint32_t sH,
+                                           uint32_t full, int rb, int live, bool shared,
+                                           int hmode, const Args &a)
 {
     /* a W unit is read by the n_rb CTAs of its slot, about together; even
        with one row block evict_normal beats evict_first with the 256-byte
@@ -321,8 +381,6 @@ __device__ __forceinline__ void issue_step(int i, int st, const CUtensorMap *tmw
     const uint64_t pol_w = policy_of_w_hint(w_hint);
     const uint64_t pol_h = policy_evict_last();
     using S = Shape<NWG>;
-    const int t = i / a.kblocks, kb = i - t * a.kblocks;
-    const int u = u0 + S::UPT * t, nu = u1 - u >= S::UPT ? S::UPT : 1;
     /* live < 0: one box for the block (a full block, or one_box); 0: one
        box of the block's rows in range (tms sized to them: the one-job
        kernels); > 0: that many 64-row slices (tms of 64 rows: several jobs
@@ -330,14 +388,24 @@ __device__ __forceinline__ void issue_step(int i, int st, const CUtensorMap *tmw
     const int h_bytes = live < 0 ? S::H_BYTES
                         : live == 0 ? a.exact_h_bytes
                                     : live * HS_BYTES;
-    mbar_expect_tx(full, (uint32_t)(nu * WU_BYTES + h_bytes));
+    /* a narrow last tile takes its own tokens in FINE_GRAN-token boxes (a
+       UNIT-token box would read the next slot's tokens again from DRAM,
+       long after that slot took them) */
+    const bool nar = FINE && w.narrow;
+    const CUtensorMap *map = nar ? tmn : tmw;
+    const int box_rows = nar ? FINE_GRAN : UNIT, box_bytes = nar ? WN_BYTES : WU_BYTES;
+    mbar_expect_tx(full, (uint32_t)(w.nb * box_bytes + h_bytes));
     if (CL == 1 || !shared) {
-        for (int i = 0; i < nu; ++i)
-            tma_load_w(sW + st * S::W_BYTES + i * WU_BYTES, tmw, kb * BK, (u + i) * UNIT, full,
-                       w_hint, pol_w);
-    } else if (const int rank = rb % CL; rank < nu) {
+        for (int b = 0; b < w.nb; ++b)
+            tma_load_w(sW + st * S::W_BYTES + b * box_bytes, map, kb * BK, w.row0 + b * box_rows,
+                       full, w_hint, pol_w);
+    } else if (nar) {
+        for (int b = rb % CL; b < w.nb; b += CL)
+            tma_load_2d_multicast(sW + st * S::W_BYTES + b * WN_BYTES, tmn, kb * BK,
+                                  w.row0 + b * FINE_GRAN, full, (uint16_t)((1u << CL) - 1u), pol_w);
+    } else if (const int rank = rb % CL; rank < w.nb) { /* w.nb <= S::UPT <= CL */
         tma_load_2d_multicast(sW + st * S::W_BYTES + rank * WU_BYTES, tmw, kb * BK,
-                              (u + rank) * UNIT, full, (uint16_t)((1u << CL) - 1u), pol_w);
+                              w.row0 + rank * UNIT, full, (uint16_t)((1u << CL) - 1u), pol_w);
     }
     /* hmode (a lone pair, cta_job): 1 this CTA loads the step's H for both,
        2 its peer does, 0 it loads its own */
@@ -346,9 +414,9 @@ __device__ __forceinline__ void issue_step(int i, int st, const CUtensorMap *tmw
                               full, (uint16_t)3u, pol_h);
     else if (live <= 0 && hmode == 0)
         tma_load_2d(sH + st * S::H_BYTES, live < 0 ? tmh : tms, kb * BK, rb * S::BR, full, pol_h);
-    for (int w = 0; w < live; ++w)
-        tma_load_2d(sH + st * S::H_BYTES + w * HS_BYTES, tms, kb * BK,
-                    (int)slice_base(rb, w, S::BR, a.rows), full, pol_h);
+    for (int w2 = 0; w2 < live; ++w2)
+        tma_load_2d(sH + st * S::H_BYTES + w2 * HS_BYTES, tms, kb * BK,
+                    (int)slice_base(rb, w2, S::BR, a.rows), full, pol_h);
 }
 
 /* MULTI: the CTA may run several jobs (Plan::by_tile).  Without it the job
@@ -357,12 +425,15 @@ __device__ __forceinline__ void issue_step(int i, int st, const CUtensorMap *tmw
  * rows, both shapes). */
 template <int NWG, bool BF16, int CL, bool LSE, bool TREE, bool MULTI, bool SH, bool FILT>
 __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
-    fshr_scan_kernel(const __grid_constant__ CUtensorMap tmw, const __grid_constant__ CUtensorMap tmh,
-                     const __grid_constant__ CUtensorMap tms, const Args a)
+    fshr_scan_kernel(const __grid_constant__ CUtensorMap tmw, const __grid_constant__ CUtensorMap tmn,
+                     const __grid_constant__ CUtensorMap tmh, const __grid_constant__ CUtensorMap tms,
+                     const Args a)
 {
     /* FILT: filtered sample and verify (launch_epi) */
     static_assert(!FILT || (NWG == 2 && LSE && !TREE && !SH), "FILT kernels");
     using S = Shape<NWG, FILT>;
+    /* units of FINE_GRAN tokens (a.gran) and a narrow last tile: FINE_GRAN */
+    constexpr bool FINE = CL == 2 && !SH && !MULTI && !FILT && !TREE;
     constexpr int STAGE_BYTES = S::STAGE_BYTES, W_BYTES = S::W_BYTES, H_BYTES = S::H_BYTES;
     constexpr int BR = S::BR, BV = S::BV, NA = S::NA, NBT = S::NBT, NCW = S::NCW, NCT = S::NCT;
     constexpr int BAR_BYTES = S::BAR_BYTES, DESC_BYTES = S::DESC_BYTES, STAGES = S::STAGES;
@@ -390,8 +461,10 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
        CTAs of a cluster (consecutive, even grid, even n_rb) run the same
        slots with row blocks 2 c and 2 c + 1, step for step */
     const int n_jobs = a.n_rb * a.slots;
+    /* tokens a unit, units a tile */
+    const int gran = FINE ? a.gran : UNIT, upt = FINE ? BV / gran : S::UPT;
     auto job = [&](int jb) {
-        return job_of(jb, a.n_rb, a.slots, a.units, MULTI ? a.tile_slots : 0, S::UPT);
+        return job_of(jb, a.n_rb, a.slots, a.units, MULTI ? a.tile_slots : 0, upt);
     };
     /* after job jb: another one for this CTA? */
     auto more = [&](int jb) { return MULTI && jb + (int)gridDim.x < n_jobs; };
@@ -407,7 +480,7 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
        worked out where it starts (kept across the loops, they spilled in
        the consumers) */
     const Job first = MULTI ? job(blockIdx.x)
-                            : cta_job(blockIdx.x, a.n_rb, a.slots, a.units, S::UPT,
+                            : cta_job(blockIdx.x, a.n_rb, a.slots, a.units, upt,
                                       CL > 1 && a.odd_pairs);
     const int first_live = live_of(first.rb);
     /* the cluster shares W (multicast, stages released by every CTA): all
@@ -434,7 +507,7 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
     const bool lone0 = SH && !(blockIdx.x & 1u);
     int h_steps = 0; /* the steps whose H rank 0 multicasts: both CTAs run them */
     if (SH) {
-        const Job peer = cta_job((int)(blockIdx.x ^ 1u), a.n_rb, a.slots, a.units, S::UPT, true);
+        const Job peer = cta_job((int)(blockIdx.x ^ 1u), a.n_rb, a.slots, a.units, upt, true);
         h_steps = (first.n_tiles < peer.n_tiles ? first.n_tiles : peer.n_tiles) * KB;
     }
     if (threadIdx.x == 0) {
@@ -451,6 +524,8 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
         mbar_init(FSHR_NOISE_EMPTY, NCT);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
         asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmw)) : "memory");
+        if (FINE)
+            asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmn)) : "memory");
         asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tmh)) : "memory");
         asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&tms)) : "memory");
     }
@@ -464,25 +539,58 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
            without waiting for it */
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Regs<NWG, LSE, MULTI>::producer));
         if (threadIdx.x == 0) {
-            int j0 = 0; /* steps of the CTA's earlier jobs */
-            for (int jb = blockIdx.x;; jb += gridDim.x) {
-                const Job q = MULTI ? job(jb) : first;
-                const int live = MULTI ? live_of(q.rb) : first_live;
-                const int steps = q.n_tiles * KB;
-                for (int i = 0; i < steps; ++i) {
-                    const int j = MULTI ? j0 + i : i; /* the CTA's step: stage j % STAGES */
-                    const int s = j % STAGES;
-                    if (j >= STAGES) /* step j - STAGES released by every warp of the cluster */
-                        mbar_wait(FSHR_EMPTY(s), (uint32_t)(j / STAGES - 1) & 1u);
-                    const int hmode = SH && i < h_steps ? (lone0 ? 1 : 2) : 0; /* issue_step */
-                    issue_step<NWG, CL, MULTI>(i, s, &tmw, &tmh, &tms, sW, sH, FSHR_FULL(s), q.rb,
-                                               q.u0, q.u1, live, shared, hmode, a);
-                    if (SH && lone0 && i >= h_steps) /* for the peer, past its last step */
-                        mbar_arrive_count(FSHR_EMPTY(s), NCW);
+            if constexpr (MULTI) {
+                /* several jobs: a step's tile worked out at the step (the
+                   loops over jobs, tiles and k-blocks spilled 68-84 bytes of
+                   the producer's 40 registers) */
+                int j0 = 0; /* steps of the CTA's earlier jobs */
+                for (int jb = blockIdx.x;; jb += gridDim.x) {
+                    const Job q = job(jb);
+                    const int live = live_of(q.rb);
+                    const int steps = q.n_tiles * KB;
+                    for (int i = 0; i < steps; ++i) {
+                        const int j = j0 + i; /* the CTA's step: stage j % STAGES */
+                        const int s = j % STAGES, t = i / KB;
+                        if (j >= STAGES) /* step j - STAGES released by every warp of the cluster */
+                            mbar_wait(FSHR_EMPTY(s), (uint32_t)(j / STAGES - 1) & 1u);
+                        issue_step<NWG, CL, MULTI, FINE>(i - t * KB, s, w_tile<NWG, FINE>(t, q.u0, q.u1, a),
+                                                         &tmw, &tmn, &tmh, &tms, sW, sH, FSHR_FULL(s),
+                                                         q.rb, live, shared, 0, a);
+                    }
+                    if (!more(jb))
+                        break;
+                    j0 += steps;
                 }
-                if (!more(jb))
-                    break;
-                j0 += steps;
+            } else {
+                /* one job: its tiles' W boxes worked out once a tile, and
+                   the stage and its parity counted, not divided out at each
+                   step -- at 192 rows a stage's MMAs take ~800 cycles, and
+                   with that arithmetic at each step the producer thread
+                   held the consumers up (ncu, draft argmax of 192 rows:
+                   tensor pipe 82 -> 90% busy, 362 -> 342-350 us on 151936
+                   x 4096, 637 -> 606-614 on 128256 x 8192).  st: the next
+                   stage; ph: the parity of the phase of its empty barrier
+                   that the step STAGES before completes -- 1 in the first
+                   round, which a fresh barrier (phase 0 under way) passes
+                   at once. */
+                int st = 0, ph = 1, i = 0; /* i: the step */
+                for (int t = 0; t < first.n_tiles; ++t) {
+                    const WTile w = w_tile<NWG, FINE>(t, first.u0, first.u1, a);
+                    for (int kb = 0; kb < KB; ++kb, ++i) {
+                        /* the step STAGES before released by every warp of the cluster */
+                        mbar_wait(FSHR_EMPTY(st), (uint32_t)ph);
+                        const int hmode = SH && i < h_steps ? (lone0 ? 1 : 2) : 0; /* issue_step */
+                        issue_step<NWG, CL, MULTI, FINE>(kb, st, w, &tmw, &tmn, &tmh, &tms, sW, sH,
+                                                         FSHR_FULL(st), first.rb, first_live, shared,
+                                                         hmode, a);
+                        if (SH && lone0 && i >= h_steps) /* for the peer, past its last step */
+                            mbar_arrive_count(FSHR_EMPTY(st), NCW);
+                        if (++st == STAGES) {
+                            st = 0;
+                            ph ^= 1;
+                        }
+                    }
+                }
             }
         } else if (LSE && !FSHR_PROBE_NO_EPI && threadIdx.x >= 32) {
             /* the noise of tile t, drawn under its MMA once the consumers
@@ -497,7 +605,8 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
                     if (tt > 0)
                         mbar_wait(FSHR_NOISE_EMPTY, (uint32_t)(tt - 1) & 1u);
                     noise_fill<BR, NBT>(s_noise,
-                                        a.vocab_offset + (int64_t)(q.u0 + S::UPT * t) * UNIT,
+                                        a.vocab_offset + (FINE ? (int64_t)q.u0 * gran + BV * t
+                                                               : (int64_t)(q.u0 + S::UPT * t) * UNIT),
                                         threadIdx.x - 32, NOISE_THREADS, a,
                                         [&](int lr) { return slot_row(q.rb, lr, BR, a.rows, MULTI); });
                     mbar_arrive(FSHR_NOISE_FULL);
@@ -589,12 +698,26 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
 #pragma unroll
         for (int i = 0; i < NA; ++i)
             acc[i] = 0.0f;
-        /* Tile t of the job, N tokens wide: its k-blocks into the first N / 2
-           accumulators (tokens 0 .. N - 1 of the tile), then its epilogue on
-           them.  N = BV but for a half tile (below). */
-        auto tile = [&](auto width, int t) {
-            constexpr int N = decltype(width)::value, NT = N / 2;
-            float(&an)[NT] = *reinterpret_cast<float(*)[NT]>(acc);
+        /* Tile t of the job, its MMAs N tokens wide and its epilogue NE: its
+           k-blocks into the first N / 2 accumulators, then its epilogue on
+           NE / 2 of them.  N = NE = BV but for a half tile (below, N = NE =
+           BV / 2: the first half of acc) and a FINE job's narrow last tile
+           (N < NE: accumulators of its own, the columns past N -INFINITY --
+           the tile's whole epilogue on acc, with the columns no wgmma of the
+           tile wrote masked, would serialise every wgmma: ptxas C7515). */
+        auto tile = [&](auto width, auto ewidth, int t, auto own) {
+            constexpr int N = decltype(width)::value, NE = decltype(ewidth)::value;
+            constexpr int NM = N / 2, NT = NE / 2;
+            constexpr bool OWN = decltype(own)::value;
+            static_assert(N <= NE && NE <= BV && (OWN || N == NE), "tile widths");
+            float nacc[OWN ? NT : 1];
+            if constexpr (OWN) {
+#pragma unroll
+                for (int i = 0; i < NT; ++i)
+                    nacc[i] = i < NM ? 0.0f : -INFINITY;
+            }
+            float(&an)[NT] = *reinterpret_cast<float(*)[NT]>(OWN ? nacc : acc);
+            float(&am)[NM] = *reinterpret_cast<float(*)[NM]>(OWN ? nacc : acc);
             for (int kb = 0; kb < KB; ++kb, ++j) {
                 const int s = j % STAGES;
                 mbar_wait(FSHR_FULL(s), (uint32_t)(j / STAGES) & 1u);
@@ -604,20 +727,20 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
                    that are never read (a branch around the wgmma serialises
                    it: ptxas C7518) */
                 wg_fence();
-                mma_kblock<N, BF16>(an, sH + s * H_BYTES + cw * HS_BYTES, sW + s * W_BYTES,
+                mma_kblock<N, BF16>(am, sH + s * H_BYTES + cw * HS_BYTES, sW + s * W_BYTES,
                                     kb == 0);
                 wg_commit();
                 wg_wait<1>();
-                fence_acc(an);
+                fence_acc(am);
                 if (kb > 0)
                     release(j - 1);
             }
             wg_wait<0>();
-            fence_acc(an);
+            fence_acc(am);
             release(j - 1); /* before the epilogue: the next tile streams in under it */
-            const int u = q.u0 + S::UPT * t;
-            const int64_t v0 = (int64_t)u * UNIT;
-            int64_t nc = (int64_t)(q.u1 - u) * UNIT;
+            const int u = q.u0 + S::UPT * t; /* not FINE */
+            const int64_t v0 = FINE ? (int64_t)q.u0 * gran + BV * t : (int64_t)u * UNIT;
+            int64_t nc = FINE ? (int64_t)q.u1 * gran - v0 : (int64_t)(q.u1 - u) * UNIT;
             nc = nc < N ? nc : N;
             nc = nc < a.V - v0 ? nc : a.V - v0;
 #if FSHR_PROBE_NO_EPI /* timing probe: the mainloop alone (wrong results) */
@@ -634,7 +757,11 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
                 mbar_arrive(FSHR_NOISE_EMPTY);
 #endif
         };
-        for (int t = 0; t < q.n_tiles; ++t) {
+        /* a FINE job's tiles of BV tokens; its narrow last tile after the
+           loop, where acc is dead (inside it, acc and the tile's own
+           accumulators would be live together) */
+        const int n_full = FINE ? (q.u1 - q.u0) * gran / BV : q.n_tiles;
+        for (int t = 0; t < n_full; ++t) {
             /* A job's last tile is half a tile (one unit) when its unit
                count is odd.  Its MMAs at N = 128 take half the tensor time
                of N = 256, and from ~400 rows, where the tensor pipe binds,
@@ -654,13 +781,47 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
                rows took the 192-row shape in every tree_bench cell on an
                H200, and half tiles in the tree kernels too moved those
                calls' cycles within 1%). */
-            if constexpr (S::UPT == 2 && !FILT && !TREE) {
+            using Full = std::integral_constant<int, BV>;
+            using Acc = std::false_type; /* the tile's accumulators: acc */
+            using Half = std::integral_constant<int, BV / 2>;
+            if constexpr (S::UPT == 2 && !FILT && !TREE && !FINE) {
                 if (q.u1 - (q.u0 + S::UPT * t) < S::UPT)
-                    tile(std::integral_constant<int, BV / 2>(), t);
+                    tile(Half(), Half(), t, Acc());
                 else
-                    tile(std::integral_constant<int, BV>(), t);
+                    tile(Full(), Full(), t, Acc());
             } else {
-                tile(std::integral_constant<int, BV>(), t);
+                tile(Full(), Full(), t, Acc());
+            }
+        }
+        if constexpr (FINE) {
+            /* the narrow last tile: its MMAs at its width, its epilogue the
+               half tile's (up to UNIT tokens) or the whole tile's */
+            using E = std::integral_constant<int, UNIT>;
+            using F = std::integral_constant<int, BV>;
+            using Own = std::true_type; /* accumulators of its own: acc is dead */
+            constexpr int G = FINE_GRAN;
+            static_assert(UNIT == 4 * G && (BV == UNIT || BV == 2 * UNIT), "narrow widths");
+            switch ((q.u1 - q.u0) * gran - n_full * BV) {
+            case G: tile(std::integral_constant<int, G>(), E(), n_full, Own()); break;
+            case 2 * G: tile(std::integral_constant<int, 2 * G>(), E(), n_full, Own()); break;
+            case 3 * G: tile(std::integral_constant<int, 3 * G>(), E(), n_full, Own()); break;
+            case 4 * G:
+                if constexpr (BV == 2 * UNIT)
+                    tile(E(), E(), n_full, Own());
+                break;
+            case 5 * G:
+                if constexpr (BV == 2 * UNIT)
+                    tile(std::integral_constant<int, 5 * G>(), F(), n_full, Own());
+                break;
+            case 6 * G:
+                if constexpr (BV == 2 * UNIT)
+                    tile(std::integral_constant<int, 6 * G>(), F(), n_full, Own());
+                break;
+            case 7 * G:
+                if constexpr (BV == 2 * UNIT)
+                    tile(std::integral_constant<int, 7 * G>(), F(), n_full, Own());
+                break;
+            default: break;
             }
         }
         const fs_record p0 = quad_record(r0), p1 = quad_record(r1);
@@ -705,8 +866,9 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
 
 template <int NWG, bool BF16, int CL, bool LSE, bool TREE, bool MULTI, bool SH, bool FILT>
 __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
-    fshr_scan_kernel(const __grid_constant__ CUtensorMap tmw, const __grid_constant__ CUtensorMap tmh,
-                     const __grid_constant__ CUtensorMap tms, const Args a)
+    fshr_scan_kernel(const __grid_constant__ CUtensorMap tmw, const __grid_constant__ CUtensorMap tmn,
+                     const __grid_constant__ CUtensorMap tmh, const __grid_constant__ CUtensorMap tms,
+                     const Args a)
 {
 }
 
@@ -721,10 +883,11 @@ cudaError_t configure(int device)
         Shape<NWG, FILT>::SMEM, &done, device);
 }
 
-/* The kernel's tensor maps: W (128-token boxes), H in one box of the CTA's
- * rows, H in 64-row slices. */
+/* The kernel's tensor maps: W (128-token boxes), W in FINE_GRAN-token
+ * boxes (a FINE job's narrow last tile), H in one box of the CTA's rows, H
+ * in 64-row slices. */
 struct Maps {
-    CUtensorMap w, h, s;
+    CUtensorMap w, n, h, s;
 };
 
 template <int NWG, bool BF16, int CL, bool LSE, bool TREE, bool MULTI, bool SH, bool FILT = false>
@@ -736,7 +899,7 @@ cudaError_t launch(fs_pdl_config &pc, const Maps &m, const Args &a, int device)
     pc.cluster_x(CL);
     pc.cfg.dynamicSmemBytes = Shape<NWG, FILT>::SMEM;
     return cudaLaunchKernelEx(&pc.cfg, fshr_scan_kernel<NWG, BF16, CL, LSE, TREE, MULTI, SH, FILT>,
-                              m.w, m.h, m.s, a);
+                              m.w, m.n, m.h, m.s, a);
 }
 
 /* The epilogue variants: argmax only (no exponentials), sampling / verify,
@@ -1101,7 +1264,13 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
                    D, tail);
     a.n_rb = (int)n_rb;
     a.slots = (int)slots;
-    a.units = (int)units;
+    /* a single row block in clusters: lone pairs sharing H (cluster_size) */
+    const bool share_h = p.odd && n_rb == 1;
+    /* the FINE kernels' units (FINE_GRAN): one job a CTA in clusters that do
+       not share H, sampling or argmax */
+    const bool fine = !p.by_tile && !tree_rows && !cands && cl == 2 && !share_h;
+    a.gran = fine ? FINE_GRAN : UNIT;
+    a.units = fine ? (int)((V_local + FINE_GRAN - 1) / FINE_GRAN) : (int)units;
     a.tile_slots = p.by_tile;
     a.odd_pairs = p.odd;
     const int last_rows = (int)(rows - (n_rb - 1) * br);
@@ -1119,6 +1288,8 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
     Maps m;
     cudaError_t e = make_map(&m.w, W, is_bf16, D, V_local, UNIT, plain ? 0 : 256);
     if (e == cudaSuccess)
+        e = make_map(&m.n, W, is_bf16, D, V_local, FINE_GRAN, plain ? 0 : 256);
+    if (e == cudaSuccess)
         e = make_map(&m.h, H, is_bf16, D, rows, br);
     if (e == cudaSuccess)
         e = make_map(&m.s, H, is_bf16, D, rows, p.by_tile ? 64 : last_rows);
@@ -1130,8 +1301,6 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
                      wide ? Shape<3>::SMEM : Shape<2>::SMEM, stream, true);
     const bool bf = is_bf16 != 0;
     const Epi epi = argmax_only ? EPI_ARGMAX : tree_rows ? EPI_TREE : cands ? EPI_FILT : EPI_LSE;
-    /* a single row block in clusters: lone pairs sharing H (cluster_size) */
-    const bool share_h = p.odd && n_rb == 1;
     e = wide ? launch_shape<3>(bf, cl, share_h, epi, p.by_tile != 0, pc, m, a, device)
              : launch_shape<2>(bf, cl, share_h, epi, p.by_tile != 0, pc, m, a, device);
     return (int)(e != cudaSuccess ? e : cudaGetLastError());
