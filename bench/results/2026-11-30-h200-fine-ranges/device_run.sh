@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The eight device calls that made this folder (one H200 each; `bash run.sh N`
-# ran stage N: calls 1-8 = stages 1, 2, 3, 4, 5, 7, 8, 9), from the
+# The nine device calls that made this folder (one H200 each; `bash run.sh N`
+# ran stage N: calls 1-9 = stages 1, 2, 3, 4, 5, 7, 8, 9, 10), from the
 # repository root with carry ["carry-bin", ".deps"]: carry-bin/all.txz
 # packed by bench/tools/carry_pack.sh from the build in /tmp/b-full of the
 # stage's code, carry-bin/extra.txz (unpacked to /tmp/fsb) holding
@@ -122,6 +122,10 @@ for tool in memcheck racecheck; do
   (FS_GPU_TEST_SMALL=1 FS_GPU_TEST_SMALL_ROWS=460 FLASHSPEC_HOPPER_ROWS_MIN=1 timeout 150 $SAN --tool $tool $X --error-exitcode 1 $B/tests/test_gpu_agree > $O/san_${tool}_agree460.txt 2>&1; echo "rc=$?" >> $O/san_${tool}_agree460.txt)
   el $tool
 done
+;;
+10)
+timeout 200 $B/bench/flashspec_bench --shapes 151936x4096,128256x8192,262144x3072 --rows 128,192,256,320,512,768,1024 --requests 40,64,200 --ops sample,argmax,verify --json $O/bench.json > $O/bench.txt 2>&1; echo "rc=$?" >> $O/bench.txt
+el sweep
 ;;
 esac
 tar czf $OUT/out.tgz -C $O .
