@@ -327,12 +327,14 @@ constexpr int NOISE_THREADS = WG - 32; /* producer warps 1-3 */
 constexpr int BAR_CONSUMERS = 1;
 constexpr int BAR_TAIL = 2;
 
-/* The W boxes of tile t of a job (units [u0, u1)): the first token, the
- * boxes' count, and whether they are narrow (FINE_GRAN tokens, the narrow
- * map: a FINE job's last tile when its width is not a multiple of UNIT) or
- * UNIT tokens wide -- worked out once a tile, not at each of its KB steps:
- * the producer thread issues a stage's loads on its own, and at 192 rows a
- * stage's MMAs take ~800 cycles. */
+/* The W boxes of tile t of a job (units [u0, u1) of gran tokens: UNIT, or
+ * FINE_GRAN in the FINE kernels; tiles of S::BV tokens from the job's first,
+ * so tile t starts at token u0 gran + S::BV t wherever it is worked out):
+ * the first token, the boxes' count, and whether they are narrow
+ * (FINE_GRAN tokens, the narrow map: a FINE job's last tile when its width
+ * is not a multiple of UNIT) or UNIT tokens wide -- worked out once a tile,
+ * not at each of its KB steps: the producer thread issues a stage's loads
+ * on its own, and at 192 rows a stage's MMAs take ~800 cycles. */
 struct WTile {
     int row0, nb;
     bool narrow;
@@ -341,15 +343,17 @@ template <int NWG, bool FINE>
 __device__ __forceinline__ WTile w_tile(int t, int u0, int u1, const Args &a)
 {
     using S = Shape<NWG>;
+    /* read here, not held by the producer across its loop (a register more:
+       the 192-row sampling kernels spilled) */
+    const int gran = FINE ? a.gran : UNIT;
     WTile w;
+    w.row0 = u0 * gran + S::BV * t;
     if (FINE) {
-        w.row0 = u0 * a.gran + S::BV * t;
-        const int wt = min(S::BV, u1 * a.gran - w.row0);
+        const int wt = min(S::BV, u1 * gran - w.row0);
         w.narrow = wt % UNIT != 0;
         w.nb = w.narrow ? wt / FINE_GRAN : wt / UNIT;
     } else {
         const int u = u0 + S::UPT * t;
-        w.row0 = u * UNIT;
         w.nb = u1 - u >= S::UPT ? S::UPT : 1;
         w.narrow = false;
     }
@@ -605,8 +609,7 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
                     if (tt > 0)
                         mbar_wait(FSHR_NOISE_EMPTY, (uint32_t)(tt - 1) & 1u);
                     noise_fill<BR, NBT>(s_noise,
-                                        a.vocab_offset + (FINE ? (int64_t)q.u0 * gran + BV * t
-                                                               : (int64_t)(q.u0 + S::UPT * t) * UNIT),
+                                        a.vocab_offset + (int64_t)q.u0 * gran + BV * t,
                                         threadIdx.x - 32, NOISE_THREADS, a,
                                         [&](int lr) { return slot_row(q.rb, lr, BR, a.rows, MULTI); });
                     mbar_arrive(FSHR_NOISE_FULL);
@@ -738,9 +741,8 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
             wg_wait<0>();
             fence_acc(am);
             release(j - 1); /* before the epilogue: the next tile streams in under it */
-            const int u = q.u0 + S::UPT * t; /* not FINE */
-            const int64_t v0 = FINE ? (int64_t)q.u0 * gran + BV * t : (int64_t)u * UNIT;
-            int64_t nc = FINE ? (int64_t)q.u1 * gran - v0 : (int64_t)(q.u1 - u) * UNIT;
+            const int64_t v0 = (int64_t)q.u0 * gran + BV * t; /* as w_tile's */
+            int64_t nc = (int64_t)q.u1 * gran - v0;
             nc = nc < N ? nc : N;
             nc = nc < a.V - v0 ? nc : a.V - v0;
 #if FSHR_PROBE_NO_EPI /* timing probe: the mainloop alone (wrong results) */
@@ -1270,7 +1272,7 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
        not share H, sampling or argmax */
     const bool fine = !p.by_tile && !tree_rows && !cands && cl == 2 && !share_h;
     a.gran = fine ? FINE_GRAN : UNIT;
-    a.units = fine ? (int)((V_local + FINE_GRAN - 1) / FINE_GRAN) : (int)units;
+    a.units = (int)((V_local + a.gran - 1) / a.gran); /* the plan's units where not fine */
     a.tile_slots = p.by_tile;
     a.odd_pairs = p.odd;
     const int last_rows = (int)(rows - (n_rb - 1) * br);
@@ -1287,7 +1289,9 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
     a.w_hint = fs_w_hint_for(w_hint, plain);
     Maps m;
     cudaError_t e = make_map(&m.w, W, is_bf16, D, V_local, UNIT, plain ? 0 : 256);
-    if (e == cudaSuccess)
+    /* the narrow map: only the FINE kernels read it (the others get W's) */
+    m.n = m.w;
+    if (e == cudaSuccess && fine)
         e = make_map(&m.n, W, is_bf16, D, V_local, FINE_GRAN, plain ? 0 : 256);
     if (e == cudaSuccess)
         e = make_map(&m.h, H, is_bf16, D, rows, br);
