@@ -42,9 +42,10 @@
  *              after which CTA 0 ends the op (up to tail_rows_max rows) or
  *              every CTA merges rows as the merge kernel would.
  *
- *   pairs      161-320 rows of unfiltered ops (where use_pairs takes them): the
- *              EW kernel in 2-CTA clusters, each CTA half the rows (rank 0
- *              the first BN), both on the same vocabulary tiles; each loads
+ *   pairs      161-320 rows of unfiltered ops but 241-256 (where use_pairs
+ *              takes them): the EW kernel in 2-CTA clusters, each CTA half
+ *              the rows (rank 0 the first BN: 104, 112, 120, 144 or 160
+ *              rows), both on the same vocabulary tiles; each loads
  *              half of every W box for both (TMA multicast) and its own H,
  *              and a stage is refilled once both CTAs' MMA warps released
  *              it.  One record per (row, cluster).  No single launch.
@@ -114,12 +115,23 @@ constexpr int BAR_FREE = 2, BAR_FULL = 3, BAR_EPI = 4;
 constexpr int LDS = BM;              /* epilogue buffer pitch (floats), XOR-swizzled */
 constexpr int MAX_STAGES = 12;
 
+/* Row blocks that only the pairs take: halves of 193-240 rows, which the
+ * 128-row halves would pad by up to a third. */
+constexpr bool pair_only_bn(int bn)
+{
+    return bn == 104 || bn == 112 || bn == 120;
+}
+/* The pairs' halves (pair_bn). */
+constexpr bool pair_kernel_bn(int bn)
+{
+    return pair_only_bn(bn) || bn == 144 || bn == 160;
+}
 /* Whether the plain kernels (filters, FLASHSPEC_TILE_EPI_WG=0) have row
  * block bn: every one but 144, which only the EW kernels' runs measured
  * (bench/results/2026-11-29-h200-tile-ew-choice/); they take 160 there. */
 constexpr bool plain_bn(int bn)
 {
-    return bn != 144;
+    return bn != 144 && !pair_only_bn(bn);
 }
 
 template <int BN> struct Cfg {
@@ -1060,13 +1072,14 @@ cudaError_t launch(const CUtensorMap &tw, const void *H, int is_bf16, int64_t D,
        launch, cooperative for its grid barrier (the grid is at most one CTA
        an SM, fs_hopper_records_per_row) */
     const bool filt = a.cands != nullptr;
-    if ((ew && !ew_bn(BN)) || (pair && (!ew || BN < 128 || a0.tail.single)))
-        return cudaErrorInvalidValue; /* pairs: 128-160-row EW kernels, no single launch */
+    if ((ew && !ew_bn(BN)) || (pair && (!ew || !pair_kernel_bn(BN) || a0.tail.single)) ||
+        (pair_only_bn(BN) && !pair))
+        return cudaErrorInvalidValue; /* pairs: pair_bn's EW kernels, no single launch */
     fs_pdl_config pc(dim3((unsigned)(pair ? 2 * grid : grid)), dim3(ew ? threads_ew(BN) : THREADS),
                      Cfg<BN>::SMEM, stream, !a0.tail.single);
     if (a0.tail.single)
         pc.cooperative();
-    if constexpr (BN >= 128) {
+    if constexpr (pair_kernel_bn(BN)) {
         if (pair) {
             pc.cluster_x(2);
             e = is_bf16 ? launch_one<BN, true, false, true, true>(tw, th, a, pc, device)
@@ -1074,7 +1087,7 @@ cudaError_t launch(const CUtensorMap &tw, const void *H, int is_bf16, int64_t D,
             return e != cudaSuccess ? e : cudaGetLastError();
         }
     }
-    if constexpr (ew_bn(BN)) {
+    if constexpr (ew_bn(BN) && !pair_only_bn(BN)) {
         if (ew) {
             e = is_bf16 ? launch_one<BN, true, false, true>(tw, th, a, pc, device)
                         : launch_one<BN, false, false, true>(tw, th, a, pc, device);
@@ -1109,18 +1122,40 @@ int64_t num_tiles(int64_t V_local)
     return (V_local + BM - 1) / BM;
 }
 
-/* 96-row halves (161-192 rows) were measured too: 3-12% slower than the
- * rows kernel's 192-row CTA for sample and verify on three shapes, draft
- * argmax even (bench/results/2026-11-29-h200-epilogue-instructions/). */
+/* A pair's half: the smallest of 104, 112, 120, 144 and 160 rows that
+ * holds half the rows (wants_pairs leaves 241-256 rows, halves of 121-128,
+ * to the rows kernel).  96-row halves (161-192 rows) were measured too:
+ * 3-12% slower than the rows kernel's 192-row CTA for sample and verify on
+ * three shapes, draft argmax even
+ * (bench/results/2026-11-29-h200-epilogue-instructions/); 104-row ones at
+ * 176 rows 15-30% slower (bench/results/2026-11-30-h200-pair-halves/). */
 int pair_bn(int64_t rows)
 {
     const int64_t half = (rows + 1) / 2;
-    return half <= 128 ? 128 : half <= 144 ? 144 : 160;
+    return half <= 104 ? 104 : half <= 112 ? 112 : half <= 120 ? 120 : half <= 144 ? 144 : 160;
 }
 
 int pair_slots(int bn)
 {
-    return bn == 128 ? pair_clusters<128>() : bn == 144 ? pair_clusters<144>() : pair_clusters<160>();
+    switch (bn) {
+    case 104: return pair_clusters<104>();
+    case 112: return pair_clusters<112>();
+    case 120: return pair_clusters<120>();
+    case 144: return pair_clusters<144>();
+    default: return pair_clusters<160>();
+    }
+}
+
+/* 241-256 rows, whose 128-row halves the rows kernel's two clustered
+ * 128-row blocks match row for row with 256-token tiles (H read half as
+ * often): there the pairs made draft argmax 3-12% slower on two shapes
+ * (the third's rounds spread 15-20%), sample and verify within 4% either
+ * way but for one 6% faster cell
+ * (bench/results/2026-11-30-h200-pair-halves/), so the pairs have no
+ * 128-row half. */
+bool pairs_gap(int64_t rows)
+{
+    return rows > 2 * 120 && rows <= 2 * 128;
 }
 
 /* Pairs: FS_HOPPER_TILE_MAX_ROWS + 1 up to twice that many rows, in two
@@ -1129,9 +1164,9 @@ int pair_slots(int bn)
  * holds their clusters. */
 bool wants_pairs(int64_t rows, const fs_hopper_opts *opts)
 {
-    return rows > FS_HOPPER_TILE_MAX_ROWS && rows <= 2 * FS_HOPPER_TILE_MAX_ROWS && opts &&
-           opts->tile_pairs_min > 0 && rows >= opts->tile_pairs_min && !opts->no_epi_wg &&
-           !opts->cands && opts->kernel != FS_HOPPER_ROWS;
+    return rows > FS_HOPPER_TILE_MAX_ROWS && rows <= 2 * FS_HOPPER_TILE_MAX_ROWS &&
+           !pairs_gap(rows) && opts && opts->tile_pairs_min > 0 && rows >= opts->tile_pairs_min &&
+           !opts->no_epi_wg && !opts->cands && opts->kernel != FS_HOPPER_ROWS;
 }
 bool use_pairs(int64_t rows, const fs_hopper_opts *opts)
 {
@@ -1248,21 +1283,29 @@ extern "C" void fs_hopper_rows_span_ew80(int64_t D, int64_t *rows_min, int64_t *
     *rows_max = D > 5120 ? 128 : 0;
 }
 
-/* H200, the pairs against the rows kernel in one process, 176-320 rows on
- * four shapes (bench/results/2026-11-29-h200-tile-pairs/): from 257 rows,
- * where the rows kernel runs three 128-row blocks (or 192-row pairs), the
- * pairs are 5-22% faster for sample, draft argmax and verify on all four
- * (sample of 320 rows on 151936 x 4096 0.85-0.94 -> 0.75 ms, verify of 52
- * requests there 0.75-0.78 -> 0.62); at 176-256 rows, whose halves the
- * 128-row block pads, 2-50% slower.  Tree verify of 320 rows: 13% faster on
- * 128256 x 8192; with the epilogue's block push at half its instructions
- * (bench/results/2026-11-29-h200-epilogue-instructions/) also 10-16% on
- * 151936 x 4096 and 262144 x 3072 (8 requests x 40 nodes; 14-17% slower
- * at 8 x 32 = 256 rows, as the other ops).  An H100 is not measured: the
- * rows kernel keeps it. */
-extern "C" int64_t fs_hopper_pairs_min(int fast_hbm)
+/* H200, the pairs against the rows kernel in one process.  257-320 rows
+ * (bench/results/2026-11-29-h200-tile-pairs/), where the rows kernel runs
+ * three 128-row blocks (or 192-row pairs): the pairs 5-22% faster for
+ * sample, draft argmax and verify on four shapes (sample of 320 rows on
+ * 151936 x 4096 0.85-0.94 -> 0.75 ms, verify of 52 requests there
+ * 0.75-0.78 -> 0.62); tree verify of 320 rows 13% faster on 128256 x 8192,
+ * 10-16% on 151936 x 4096 and 262144 x 3072 with the epilogue's block push
+ * at half its instructions (bench/results/2026-11-29-h200-epilogue-
+ * instructions/).  193-240 rows, which the rows kernel pads to 256, in
+ * 104-, 112- and 120-row halves (bench/results/2026-11-30-h200-pair-halves/,
+ * four alternated rounds): sample 4-12% faster on 151936 x 4096, 128256 x
+ * 8192 and 262144 x 3072 (even at 232-240 rows on the second), verify of
+ * 39-48 requests 1-13% (on the first 0.56-0.59 -> 0.50-0.52 ms), trees of
+ * 200-240 rows 1-11%; draft argmax 2-7% faster at 200-232 rows on the first
+ * and 193-224 on the third, even or faster at 193-216 rows on the second
+ * and 1-4% slower at 224-240 there.  So from 193 rows but 241-256
+ * (pairs_gap), and from 257 for draft argmax where D > 5120.  An H100 is
+ * not measured: the rows kernel keeps it. */
+extern "C" int64_t fs_hopper_pairs_min(int fast_hbm, int argmax, int64_t D)
 {
-    return fast_hbm ? 2 * 128 + 1 : 0;
+    if (!fast_hbm)
+        return 0;
+    return argmax && D > 5120 ? 2 * 128 + 1 : 193;
 }
 
 /* Measured on H100 (A/B runs of each kernel forced, both shapes; the
@@ -1453,6 +1496,9 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
     case 64: e = launch<64>(tw, H, is_bf16, D, rows, a, grid, ew, pair, device, stream); break;
     case 80: e = launch<80>(tw, H, is_bf16, D, rows, a, grid, ew, pair, device, stream); break;
     case 96: e = launch<96>(tw, H, is_bf16, D, rows, a, grid, ew, pair, device, stream); break;
+    case 104: e = launch<104>(tw, H, is_bf16, D, rows, a, grid, ew, pair, device, stream); break;
+    case 112: e = launch<112>(tw, H, is_bf16, D, rows, a, grid, ew, pair, device, stream); break;
+    case 120: e = launch<120>(tw, H, is_bf16, D, rows, a, grid, ew, pair, device, stream); break;
     case 128: e = launch<128>(tw, H, is_bf16, D, rows, a, grid, ew, pair, device, stream); break;
     case 144: e = launch<144>(tw, H, is_bf16, D, rows, a, grid, ew, pair, device, stream); break;
     default: e = launch<160>(tw, H, is_bf16, D, rows, a, grid, ew, pair, device, stream); break;

@@ -33,10 +33,16 @@ namespace fshp {
 #define FSW_S13 "%104, %105, %106, %107, %108, %109, %110, %111"
 #define FSW_S14 "%112, %113, %114, %115, %116, %117, %118, %119"
 #define FSW_S15 "%120, %121, %122, %123, %124, %125, %126, %127"
+/* half pieces (4 registers) for widths of 8 mod 16 past 96 */
+#define FSW_H6 "%48, %49, %50, %51"
+#define FSW_H7 "%56, %57, %58, %59"
 
 #define FSW_C(k)                                                                                  \
     "+f"(d[8 * (k)]), "+f"(d[8 * (k) + 1]), "+f"(d[8 * (k) + 2]), "+f"(d[8 * (k) + 3]),           \
         "+f"(d[8 * (k) + 4]), "+f"(d[8 * (k) + 5]), "+f"(d[8 * (k) + 6]), "+f"(d[8 * (k) + 7])
+
+#define FSW_CH(k)                                                                                 \
+    "+f"(d[8 * (k)]), "+f"(d[8 * (k) + 1]), "+f"(d[8 * (k) + 2]), "+f"(d[8 * (k) + 3])
 
 /* REGS: the accumulator operand text; TAIL: the operand numbers of the two
  * descriptors and the scale flag, which follow the accumulators. */
@@ -72,6 +78,17 @@ FSW_DEFINE(80, "m64n80k16", FSW_S0 ", " FSW_S1 ", " FSW_S2 ", " FSW_S3 ", " FSW_
            "%42", FSW_C(0), FSW_C(1), FSW_C(2), FSW_C(3), FSW_C(4))
 FSW_DEFINE(96, "m64n96k16", FSW_S0 ", " FSW_S1 ", " FSW_S2 ", " FSW_S3 ", " FSW_S4 ", " FSW_S5,
            "%48", "%49", "%50", FSW_C(0), FSW_C(1), FSW_C(2), FSW_C(3), FSW_C(4), FSW_C(5))
+FSW_DEFINE(104, "m64n104k16",
+           FSW_S0 ", " FSW_S1 ", " FSW_S2 ", " FSW_S3 ", " FSW_S4 ", " FSW_S5 ", " FSW_H6, "%52",
+           "%53", "%54", FSW_C(0), FSW_C(1), FSW_C(2), FSW_C(3), FSW_C(4), FSW_C(5), FSW_CH(6))
+FSW_DEFINE(112, "m64n112k16",
+           FSW_S0 ", " FSW_S1 ", " FSW_S2 ", " FSW_S3 ", " FSW_S4 ", " FSW_S5 ", " FSW_S6, "%56",
+           "%57", "%58", FSW_C(0), FSW_C(1), FSW_C(2), FSW_C(3), FSW_C(4), FSW_C(5), FSW_C(6))
+FSW_DEFINE(120, "m64n120k16",
+           FSW_S0 ", " FSW_S1 ", " FSW_S2 ", " FSW_S3 ", " FSW_S4 ", " FSW_S5 ", " FSW_S6
+                  ", " FSW_H7,
+           "%60", "%61", "%62", FSW_C(0), FSW_C(1), FSW_C(2), FSW_C(3), FSW_C(4), FSW_C(5),
+           FSW_C(6), FSW_CH(7))
 FSW_DEFINE(128, "m64n128k16",
            FSW_S0 ", " FSW_S1 ", " FSW_S2 ", " FSW_S3 ", " FSW_S4 ", " FSW_S5 ", " FSW_S6
                   ", " FSW_S7,

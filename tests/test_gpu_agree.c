@@ -238,9 +238,11 @@ static void test_fused_bf16(void **state)
            or three warps) with bias and mask */
         {1, FS_DTYPE_BF16, 20011, 200, 120, 0, 1},
         {1, FS_DTYPE_BF16, 9001, 264, 33, 1, 0},
-        /* 180 rows: under test_gpu_agree_pairs two 128-row halves of 90
-           rows (the second's H box past the last row zero-filled) */
+        /* under test_gpu_agree_pairs: 180 and 200 rows in two 104-row
+           halves (the second's H box past the last row zero-filled), 222
+           in two 112-row ones (no offsets) */
         {1, FS_DTYPE_BF16, 7001, 200, 180, 1, 0},
+        {1, FS_DTYPE_BF16, 2003, 136, 222, 0, 1},
     };
     run_cases(cs, sizeof cs / sizeof cs[0]);
 }
@@ -254,6 +256,8 @@ static void test_fused_f16(void **state)
         {1, FS_DTYPE_F16, 1000, 7, 1030, 0, 1},
         {1, FS_DTYPE_F16, 1000, 136, 64, 1, 0},
         {1, FS_DTYPE_F16, 2047, 1, 3, 0, 0},
+        /* under test_gpu_agree_pairs two 120-row halves (235 rows) */
+        {1, FS_DTYPE_F16, 2003, 72, 235, 1, 0},
     };
     run_cases(cs, sizeof cs / sizeof cs[0]);
 }

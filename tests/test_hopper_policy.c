@@ -88,9 +88,10 @@ static const fs_op all_ops[] = {FS_OP_SAMPLE, FS_OP_ARGMAX, FS_OP_VERIFY, FS_OP_
 /* An H200 by default: the epilogue warps from the 48-row block where
  * D <= 5120, from the 80-row one where larger, the tile kernel up to 160
  * rows for every op but 97-128 rows where D > 5120, the rows kernel at
- * 161-256 rows, the pairs at 257-320, the rows kernel past them
- * (fs_hopper_ew_min_fast_hbm, fs_hopper_rows_span_ew80,
- * fs_hopper_pairs_min). */
+ * 161-192 rows, the pairs at 193-240 in 104-120-row halves (not draft
+ * argmax where D > 5120), the rows kernel at 241-256, the pairs at
+ * 257-320, the rows kernel past them (fs_hopper_ew_min_fast_hbm,
+ * fs_hopper_rows_span_ew80, fs_hopper_pairs_min, pairs_gap). */
 static void test_h200_defaults(void **state)
 {
     (void)state;
@@ -112,7 +113,15 @@ static void test_h200_defaults(void **state)
                 expect(&ctx, op, D, 97, 128, TILE, 128, 1, 0);
             expect(&ctx, op, D, 129, 144, TILE, 144, 1, 0);
             expect(&ctx, op, D, 145, 160, TILE, 160, 1, 0);
-            expect(&ctx, op, D, 161, 256, ROWS, 0, 0, 0);
+            expect(&ctx, op, D, 161, 192, ROWS, 0, 0, 0);
+            if (op == FS_OP_ARGMAX && D > 5120) {
+                expect(&ctx, op, D, 193, 256, ROWS, 0, 0, 0);
+            } else {
+                expect(&ctx, op, D, 193, 208, TILE, 104, 1, 1);
+                expect(&ctx, op, D, 209, 224, TILE, 112, 1, 1);
+                expect(&ctx, op, D, 225, 240, TILE, 120, 1, 1);
+                expect(&ctx, op, D, 241, 256, ROWS, 0, 0, 0);
+            }
             expect(&ctx, op, D, 257, 288, TILE, 144, 1, 1);
             expect(&ctx, op, D, 289, 320, TILE, 160, 1, 1);
             expect(&ctx, op, D, 321, 1024, ROWS, 0, 0, 0);
@@ -157,8 +166,10 @@ static void test_h200_ew128(void **state)
     expect(&ctx, FS_OP_ARGMAX, 4096, 65, 96, TILE, 0, 0, 0);
     expect(&ctx, FS_OP_ARGMAX, 4096, 97, 160, TILE, 0, 1, 0);
     expect(&ctx, FS_OP_ARGMAX, 3072, 81, 96, ROWS, 0, 0, 0);
-    /* trees: the rows kernel from 81 rows up to 256 where D <= 5120 */
-    expect(&ctx, FS_OP_VERIFY_TREE, 4096, 81, 256, ROWS, 0, 0, 0);
+    /* trees: the rows kernel from 81 rows up to 192 where D <= 5120 (the
+       pairs from 193) */
+    expect(&ctx, FS_OP_VERIFY_TREE, 4096, 81, 192, ROWS, 0, 0, 0);
+    expect(&ctx, FS_OP_VERIFY_TREE, 4096, 193, 240, TILE, 0, 1, 1);
     expect(&ctx, FS_OP_VERIFY_TREE, 8192, 97, 128, ROWS, 0, 0, 0);
     expect(&ctx, FS_OP_VERIFY_TREE, 8192, 129, 160, TILE, 0, 1, 0);
     /* the pairs are the chip's, whatever the EW blocks */
@@ -178,7 +189,9 @@ static void test_knobs(void **state)
         expect(&all_rows, FS_OP_SAMPLE, 4096, 1, 1024, ROWS, 0, 0, 0);
         expect(&all_rows, FS_OP_VERIFY_TREE, 8192, 1, 400, ROWS, 0, 0, 0);
         const fs_context pairs = ctx_for(fast, "FLASHSPEC_TILE_PAIRS_MIN=161");
-        expect(&pairs, FS_OP_ARGMAX, 4096, 161, 256, TILE, 128, 1, 1);
+        expect(&pairs, FS_OP_ARGMAX, 4096, 161, 208, TILE, 104, 1, 1);
+        expect(&pairs, FS_OP_ARGMAX, 4096, 233, 240, TILE, 120, 1, 1);
+        expect(&pairs, FS_OP_ARGMAX, 4096, 241, 256, ROWS, 0, 0, 0);
         expect(&pairs, FS_OP_VERIFY, 4096, 289, 320, TILE, 160, 1, 1);
         expect(&pairs, FS_OP_VERIFY, 4096, 321, 400, ROWS, 0, 0, 0);
         const fs_context no_pairs = ctx_for(fast, "FLASHSPEC_TILE_PAIRS_MIN=0");
