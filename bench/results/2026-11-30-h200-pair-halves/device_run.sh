@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The device calls that made this folder (one H200 each; `bash run.sh N`
+# ran stage N), from the repository root with carry ["carry-bin", ".deps"]:
+# carry-bin/all.txz packed by bench/tools/carry_pack.sh from the build in
+# /tmp/b-full of the stage's code.  rows = the default plan at 193-256 rows
+# (the rows kernel's two clustered 128-row blocks), pairs = the tile
+# kernel's pairs forced from 161 rows (FLASHSPEC_TILE_PAIRS_MIN=161), in
+# halves of 104, 112, 120 or 128 rows.
+set -u
+T0=$(date +%s); O=/tmp/o; mkdir -p $O/ab; el() { echo "$1 $(( $(date +%s) - T0 )) s" >> $O/log.txt; }
+bash bench/tools/carry_unpack.sh >/dev/null
+export LD_LIBRARY_PATH=/tmp/fs_deps/usr/lib/x86_64-linux-gnu:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64
+export PATH=/usr/local/cuda/bin:$PATH
+B=/tmp/b-full
+nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv > $O/gpu.txt 2>&1
+el start
+case "${1:-1}" in
+1)
+(cd $B && timeout 230 ctest -L gpu -j4 -R "agree|stat|single|bad_input|graph" --output-on-failure > $O/ctest_gpu.txt 2>&1)
+el tests
+OUT=$O/ab timeout 290 bash bench/tools/ab_rounds.sh -r 3 ph \
+  "--shapes 151936x4096,128256x8192,262144x3072 --rows 176,200,208,216,224,232,240,256 --requests 40,44,48 --ops sample,argmax,verify --rounds 1 --reps 6" \
+  rows=$B/bench/flashspec_bench@FLASHSPEC_TILE_PAIRS_MIN=0 pairs=$B/bench/flashspec_bench@FLASHSPEC_TILE_PAIRS_MIN=161 > $O/ab_ph_summary.txt 2>&1
+el ab
+for m in 0 161; do
+  FLASHSPEC_TILE_PAIRS_MIN=$m timeout 40 $B/bench/tree_bench --shapes 151936x4096,128256x8192 --requests 8 --nodes 24,27,29 --rounds 2 --reps 5 > $O/tree_$m.txt 2>&1
+done
+el tree
+;;
+2)
+(cd $B && timeout 150 ctest -L gpu -j4 -R "agree_pairs|agree_rows192|tree_pairs|hopper_policy" --output-on-failure > $O/ctest_gpu.txt 2>&1)
+el tests
+SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+for tool in memcheck racecheck; do
+  X=""; [ $tool = racecheck ] && X="--racecheck-report all"
+  (FS_GPU_TEST_SMALL=1 FS_GPU_TEST_SMALL_ROWS=240 FLASHSPEC_TILE_PAIRS_MIN=161 timeout 100 $SAN --tool $tool $X --error-exitcode 1 $B/tests/test_gpu_agree > $O/san_${tool}_agree_pairs240.txt 2>&1; echo "rc=$?" >> $O/san_${tool}_agree_pairs240.txt)
+  el $tool
+done
+OUT=$O/ab timeout 200 bash bench/tools/ab_rounds.sh -r 4 ph2 \
+  "--shapes 151936x4096,128256x8192,262144x3072 --rows 193,200,208,216,224,232,240,248,256 --requests 39,40,44,48,51 --ops sample,argmax,verify --rounds 1 --reps 16" \
+  rows=$B/bench/flashspec_bench@FLASHSPEC_TILE_PAIRS_MIN=0 pairs=$B/bench/flashspec_bench@FLASHSPEC_TILE_PAIRS_MIN=161 > $O/ab_ph2_summary.txt 2>&1
+el ab
+for r in 1 2; do for m in 0 161; do
+  FLASHSPEC_TILE_PAIRS_MIN=$m timeout 40 $B/bench/tree_bench --shapes 151936x4096,128256x8192,262144x3072 --requests 8 --nodes 24,27,29,31 --rounds 2 --reps 6 > $O/tree2_${m}_$r.txt 2>&1
+done; done
+el tree
+;;
+3)
+(cd $B && timeout 330 ctest -L gpu -j4 -R "agree|stat|single|bad_input|graph|tree" --output-on-failure > $O/ctest_gpu.txt 2>&1; echo "rc=$?" >> $O/ctest_gpu.txt)
+el tests
+timeout 150 $B/bench/tree_bench --shapes 151936x4096,128256x8192 --requests 1,4,16,64 --nodes 8,16,32,64 \
+  --rounds 3 --reps 8 > $O/tree_bench.txt 2>&1; el "tree rc=$?"
+;;
+4)
+timeout 380 $B/bench/flashspec_bench --json $O/bench.json > $O/bench.txt 2>&1; el "sweep rc=$?"
+;;
+esac
+tar czf $OUT/out.tgz -C $O .
