@@ -5,10 +5,11 @@
  * requests), greedy and sampled requests, with and without bias and mask,
  * row counts that take the Hopper tile kernel (< 97 rows) and the rows-as-M
  * kernel (153 rows: one 192-row CTA; 240 and 300 rows: 128-row blocks, two
- * of them in 2-CTA clusters).  ctest runs it again with the rows kernel at
- * every count (test_gpu_tree_rowsm), the tile kernel up to 160 rows
- * (test_gpu_tree_tile) and the generic tensor-core scan at every count
- * (FLASHSPEC_DISABLE_HOPPER=1, test_gpu_tree_generic).
+ * of them in 2-CTA clusters -- on an H200 the tile kernel's pairs take
+ * those two, in 120- and 160-row halves).  ctest runs it again with the
+ * rows kernel at every count (test_gpu_tree_rowsm), the tile kernel up to
+ * 160 rows (test_gpu_tree_tile) and the generic tensor-core scan at every
+ * count (FLASHSPEC_DISABLE_HOPPER=1, test_gpu_tree_generic).
  *
  * Statuses must be equal.  Tokens, path nodes and counts must be equal
  * except where the double-precision oracle (tests/support/naive_tree.c)

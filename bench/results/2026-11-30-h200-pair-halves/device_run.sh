@@ -54,5 +54,24 @@ timeout 150 $B/bench/tree_bench --shapes 151936x4096,128256x8192 --requests 1,4,
 4)
 timeout 380 $B/bench/flashspec_bench --json $O/bench.json > $O/bench.txt 2>&1; el "sweep rc=$?"
 ;;
+5)
+# carry-bin/extra.txz: mut/test_gpu_agree, linked with mutant_half_short.patch
+mkdir -p /tmp/fsb && python3 -c "import lzma, tarfile; tarfile.open(fileobj=lzma.open('carry-bin/extra.txz')).extractall('/tmp/fsb')"
+(FS_GPU_TEST_SMALL=1 FS_GPU_TEST_SMALL_ROWS=240 FLASHSPEC_TILE_PAIRS_MIN=161 timeout 120 /tmp/fsb/mut/test_gpu_agree > $O/mut_half_short.txt 2>&1; echo "rc=$?" >> $O/mut_half_short.txt)
+el mutant
+NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+M=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,dram__bytes_read.sum,lts__t_bytes.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum
+mkdir -p $O/ncu
+for c in 151936x4096:256 151936x4096:512 151936x4096:1024 128256x8192:192 128256x8192:256 128256x8192:512 128256x8192:1024 262144x3072:256 262144x3072:512 262144x3072:1024; do
+  sh=${c%:*}; r=${c#*:}
+  for op in sample argmax; do
+    timeout 60 $NCU --clock-control none -k regex:'fshr?_scan' -c 1 --csv --metrics $M $B/bench/flashspec_bench --shapes $sh --rows $r \
+      --ops $op --reps 1 --warmup 0 --gemm heuristic > $O/ncu/ncu_${sh}_${r}_${op}.csv 2>&1
+  done
+  timeout 60 $NCU --clock-control none -k regex:'nvjet|gemm|cutlass' -c 1 --csv --metrics $M $B/bench/flashspec_bench --shapes $sh --rows $r \
+    --ops argmax --reps 1 --warmup 0 --gemm heuristic > $O/ncu/ncu_${sh}_${r}_cublas.csv 2>&1
+  el "ncu $c"
+done
+;;
 esac
 tar czf $OUT/out.tgz -C $O .
