@@ -5,15 +5,11 @@
 # /tmp/b-full of the stage's code.  rows = the default plan at 193-256 rows
 # (the rows kernel's two clustered 128-row blocks), pairs = the tile
 # kernel's pairs forced from 161 rows (FLASHSPEC_TILE_PAIRS_MIN=161), in
-# halves of 104, 112, 120 or 128 rows.
+# halves of 104, 112, 120 or 128 rows (calls 1-2; from call 3 the committed
+# rule, without 128-row halves).
 set -u
-T0=$(date +%s); O=/tmp/o; mkdir -p $O/ab; el() { echo "$1 $(( $(date +%s) - T0 )) s" >> $O/log.txt; }
-bash bench/tools/carry_unpack.sh >/dev/null
-export LD_LIBRARY_PATH=/tmp/fs_deps/usr/lib/x86_64-linux-gnu:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64
-export PATH=/usr/local/cuda/bin:$PATH
-B=/tmp/b-full
-nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv > $O/gpu.txt 2>&1
-el start
+source bench/tools/device_env.sh
+mkdir -p $O/ab
 case "${1:-1}" in
 1)
 (cd $B && timeout 230 ctest -L gpu -j4 -R "agree|stat|single|bad_input|graph" --output-on-failure > $O/ctest_gpu.txt 2>&1)
@@ -30,10 +26,9 @@ el tree
 2)
 (cd $B && timeout 150 ctest -L gpu -j4 -R "agree_pairs|agree_rows192|tree_pairs|hopper_policy" --output-on-failure > $O/ctest_gpu.txt 2>&1)
 el tests
-SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 for tool in memcheck racecheck; do
-  X=""; [ $tool = racecheck ] && X="--racecheck-report all"
-  (FS_GPU_TEST_SMALL=1 FS_GPU_TEST_SMALL_ROWS=240 FLASHSPEC_TILE_PAIRS_MIN=161 timeout 100 $SAN --tool $tool $X --error-exitcode 1 $B/tests/test_gpu_agree > $O/san_${tool}_agree_pairs240.txt 2>&1; echo "rc=$?" >> $O/san_${tool}_agree_pairs240.txt)
+  FS_GPU_TEST_SMALL=1 FS_GPU_TEST_SMALL_ROWS=240 FLASHSPEC_TILE_PAIRS_MIN=161 \
+    san $tool san_${tool}_agree_pairs240.txt 100 $B/tests/test_gpu_agree
   el $tool
 done
 OUT=$O/ab timeout 200 bash bench/tools/ab_rounds.sh -r 4 ph2 \

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Sourced by a results folder's device script (bench/results/*/device_run.sh)
+# on the device, from the repository root with carry ["carry-bin", ".deps"]:
+# unpacks the carried builds (carry_unpack.sh), puts the test dependencies,
+# CUDA's libraries and its tools on the paths, writes the GPU's name, clock
+# and power limit to $O/gpu.txt, and defines
+#   O      the folder the call's outputs go to (/tmp/o; a script ends with
+#          tar czf $OUT/out.tgz -C $O .)
+#   B      the carried build tree ($FS_BUILD_DIR, default /tmp/b-full: where
+#          carry_pack.sh packed it from)
+#   el NAME
+#          appends "NAME <seconds since the start>" to $O/log.txt
+#   san TOOL FILE SECONDS COMMAND...
+#          compute-sanitizer's TOOL over COMMAND (racecheck reporting every
+#          hazard), output and exit status in $O/FILE; assignments before
+#          `san` reach COMMAND's environment, e.g.
+#          FS_GPU_TEST_SMALL=1 san memcheck m.txt 100 $B/tests/test_gpu_agree
+T0=$(date +%s)
+O=/tmp/o
+# shellcheck disable=SC2034  # B is read by the sourcing script
+B=${FS_BUILD_DIR:-/tmp/b-full}
+mkdir -p "$O"
+el() { echo "$1 $(($(date +%s) - T0)) s" >>"$O/log.txt"; }
+san() {
+    local tool=$1 file=$2 secs=$3 x=()
+    shift 3
+    [ "$tool" = racecheck ] && x=(--racecheck-report all)
+    local s
+    s=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+    timeout "$secs" "$s" --tool "$tool" "${x[@]}" --error-exitcode 1 "$@" >"$O/$file" 2>&1
+    echo "rc=$?" >>"$O/$file"
+}
+bash bench/tools/carry_unpack.sh >/dev/null
+export LD_LIBRARY_PATH=/tmp/fs_deps/usr/lib/x86_64-linux-gnu:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64
+export PATH=/usr/local/cuda/bin:$PATH
+nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv >"$O/gpu.txt" 2>&1
+el start
