@@ -121,8 +121,8 @@ extern "C" void fs_cuda_context_knobs(fs_context *ctx, int fast_hbm)
     if (!fs_hopper_ew_min_valid(ctx->tile_ew_min_bn))
         ctx->tile_ew_min_bn = 0;
     /* FLASHSPEC_TILE_PAIRS_MIN=n: the tile kernel's pairs take n-320 rows
-       but 241-256 (0: none; tests and A/B runs); unset: by the chip
-       (cuda_ops.cu) */
+       (241-256 by the chip, fs_hopper_pairs_128; 0: none; tests and A/B
+       runs); unset: by the chip (cuda_ops.cu) */
     ctx->tile_pairs_min = env_count("FLASHSPEC_TILE_PAIRS_MIN", -1);
     /* FLASHSPEC_HOPPER_ODD_PAIRS=0: an odd count (3+) of the rows kernel's
        row blocks runs unclustered instead of pairing all but its last block,

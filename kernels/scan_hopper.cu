@@ -42,10 +42,10 @@
  *              after which CTA 0 ends the op (up to tail_rows_max rows) or
  *              every CTA merges rows as the merge kernel would.
  *
- *   pairs      161-320 rows of unfiltered ops but 241-256 (where use_pairs
- *              takes them): the EW kernel in 2-CTA clusters, each CTA half
- *              the rows (rank 0 the first BN: 104, 112, 120, 144 or 160
- *              rows), both on the same vocabulary tiles; each loads
+ *   pairs      161-320 rows of unfiltered ops (where use_pairs takes them;
+ *              241-256 only with pairs_128): the EW kernel in 2-CTA
+ *              clusters, each CTA half the rows (rank 0 the first BN: 104
+ *              to 160 rows), both on the same vocabulary tiles; each loads
  *              half of every W box for both (TMA multicast) and its own H,
  *              and a stage is refilled once both CTAs' MMA warps released
  *              it.  One record per (row, cluster).  No single launch.
@@ -124,7 +124,7 @@ constexpr bool pair_only_bn(int bn)
 /* The pairs' halves (pair_bn). */
 constexpr bool pair_kernel_bn(int bn)
 {
-    return pair_only_bn(bn) || bn == 144 || bn == 160;
+    return pair_only_bn(bn) || bn >= 128;
 }
 /* Whether the plain kernels (filters, FLASHSPEC_TILE_EPI_WG=0) have row
  * block bn: every one but 144, which only the EW kernels' runs measured
@@ -1122,17 +1122,21 @@ int64_t num_tiles(int64_t V_local)
     return (V_local + BM - 1) / BM;
 }
 
-/* A pair's half: the smallest of 104, 112, 120, 144 and 160 rows that
- * holds half the rows (wants_pairs leaves 241-256 rows, halves of 121-128,
- * to the rows kernel).  96-row halves (161-192 rows) were measured too:
- * 3-12% slower than the rows kernel's 192-row CTA for sample and verify on
- * three shapes, draft argmax even
+/* A pair's half: the smallest of 104, 112, 120, 128, 144 and 160 rows
+ * that holds half the rows.  96-row halves (161-192 rows) were measured
+ * too: 3-12% slower than the rows kernel's 192-row CTA for sample and
+ * verify on three shapes, draft argmax even
  * (bench/results/2026-11-29-h200-epilogue-instructions/); 104-row ones at
  * 176 rows 15-30% slower (bench/results/2026-11-30-h200-pair-halves/). */
 int pair_bn(int64_t rows)
 {
     const int64_t half = (rows + 1) / 2;
-    return half <= 104 ? 104 : half <= 112 ? 112 : half <= 120 ? 120 : half <= 144 ? 144 : 160;
+    return half <= 104   ? 104
+           : half <= 112 ? 112
+           : half <= 120 ? 120
+           : half <= 128 ? 128
+           : half <= 144 ? 144
+                         : 160;
 }
 
 int pair_slots(int bn)
@@ -1141,21 +1145,19 @@ int pair_slots(int bn)
     case 104: return pair_clusters<104>();
     case 112: return pair_clusters<112>();
     case 120: return pair_clusters<120>();
+    case 128: return pair_clusters<128>();
     case 144: return pair_clusters<144>();
     default: return pair_clusters<160>();
     }
 }
 
-/* 241-256 rows, whose 128-row halves the rows kernel's two clustered
- * 128-row blocks match row for row with 256-token tiles (H read half as
- * often): there the pairs made draft argmax 3-12% slower on two shapes
- * (the third's rounds spread 15-20%), sample and verify within 4% either
- * way but for one 6% faster cell
- * (bench/results/2026-11-30-h200-pair-halves/), so the pairs have no
- * 128-row half. */
-bool pairs_gap(int64_t rows)
+/* 241-256 rows, which the pairs take in 128-row halves only where the
+ * options say (pairs_128, fs_hopper_pairs_128): there the rows kernel's
+ * two clustered 128-row blocks pad no more rows, with 256-token tiles that
+ * read H half as often. */
+bool pairs_gap(int64_t rows, const fs_hopper_opts *opts)
 {
-    return rows > 2 * 120 && rows <= 2 * 128;
+    return rows > 2 * 120 && rows <= 2 * 128 && !(opts && opts->pairs_128);
 }
 
 /* Pairs: FS_HOPPER_TILE_MAX_ROWS + 1 up to twice that many rows, in two
@@ -1165,8 +1167,9 @@ bool pairs_gap(int64_t rows)
 bool wants_pairs(int64_t rows, const fs_hopper_opts *opts)
 {
     return rows > FS_HOPPER_TILE_MAX_ROWS && rows <= 2 * FS_HOPPER_TILE_MAX_ROWS &&
-           !pairs_gap(rows) && opts && opts->tile_pairs_min > 0 && rows >= opts->tile_pairs_min &&
-           !opts->no_epi_wg && !opts->cands && opts->kernel != FS_HOPPER_ROWS;
+           !pairs_gap(rows, opts) && opts && opts->tile_pairs_min > 0 &&
+           rows >= opts->tile_pairs_min && !opts->no_epi_wg && !opts->cands &&
+           opts->kernel != FS_HOPPER_ROWS;
 }
 bool use_pairs(int64_t rows, const fs_hopper_opts *opts)
 {
@@ -1298,14 +1301,29 @@ extern "C" void fs_hopper_rows_span_ew80(int64_t D, int64_t *rows_min, int64_t *
  * 39-48 requests 1-13% (on the first 0.56-0.59 -> 0.50-0.52 ms), trees of
  * 200-240 rows 1-11%; draft argmax 2-7% faster at 200-232 rows on the first
  * and 193-224 on the third, even or faster at 193-216 rows on the second
- * and 1-4% slower at 224-240 there.  So from 193 rows but 241-256
- * (pairs_gap), and from 257 for draft argmax where D > 5120.  An H100 is
- * not measured: the rows kernel keeps it. */
+ * and 1-4% slower at 224-240 there.  So from 193 rows (241-256 as
+ * fs_hopper_pairs_128 says), and from 257 for draft argmax where D >
+ * 5120.  An H100 is not measured: the rows kernel keeps it. */
 extern "C" int64_t fs_hopper_pairs_min(int fast_hbm, int argmax, int64_t D)
 {
     if (!fast_hbm)
         return 0;
     return argmax && D > 5120 ? 2 * 128 + 1 : 193;
+}
+
+/* H200, 241-256 rows, the pairs' 128-row halves against the rows kernel's
+ * two clustered 128-row blocks in one process
+ * (bench/results/2026-11-30-h200-pair-halves/, calls 2 and 7, four
+ * alternated rounds each): sample 2-5% faster on 151936 x 4096 and 262144 x
+ * 3072 and 1-6% slower on 128256 x 8192, verify of 49-51 requests 4-6%
+ * faster on the first two (even at 245 rows on the first) and 1-5% slower
+ * on the third; draft argmax 3-12% slower on 151936 x 4096 and 128256 x
+ * 8192; trees of 248-256 rows 1-3% faster in one call and up to 8% slower
+ * in the other.  So sample and verify where D <= 5120 (D between 4096
+ * and 8192 not measured: 5120 with the shorter). */
+extern "C" int fs_hopper_pairs_128(int fast_hbm, int sample_verify, int64_t D)
+{
+    return fast_hbm && sample_verify && D <= 5120;
 }
 
 /* Measured on H100 (A/B runs of each kernel forced, both shapes; the

@@ -108,8 +108,9 @@ typedef struct fs_hopper_opts {
                                  (48, 64, 80, 96; other values: 128) */
     int64_t tile_pairs_min;   /* tile kernel in pairs (2-CTA clusters, each CTA half the
                                  rows, W multicast) from this many rows, 161-320 rows
-                                 but 241-256, without filters; 0 = never
-                                 (scan_hopper.cu) */
+                                 without filters (241-256 only with pairs_128); 0 =
+                                 never (scan_hopper.cu) */
+    int pairs_128;            /* the pairs take 241-256 rows too, in 128-row halves */
     int argmax_only;          /* the rows are fs_draft_argmax's: only the max and its id are
                                  read (the rows kernel then skips the exponentials) */
     const fs_tail_args *tail; /* the op's end, run by the last CTA (op_tail.cuh); NULL: the
@@ -149,10 +150,16 @@ int fs_hopper_ew_min_fast_hbm(int64_t D);
 void fs_hopper_rows_span_ew80(int64_t D, int64_t *rows_min, int64_t *rows_max);
 
 /* The rows from which the tile kernel's pairs take the unfiltered ops, tree
- * verify included (up to 320 rows but 241-256; 0: never), on a chip whose
+ * verify included (up to 320 rows, 241-256 as fs_hopper_pairs_128 says; 0:
+ * never), on a chip whose
  * memory outpaces an H100's (fast_hbm) or not, for draft argmax (argmax)
  * or another op on an LM head of hidden size D. */
 int64_t fs_hopper_pairs_min(int fast_hbm, int argmax, int64_t D);
+
+/* Whether the pairs take 241-256 rows as well (fs_hopper_opts::pairs_128)
+ * on such a chip, for sample or verify (sample_verify) or another op, on an
+ * LM head of hidden size D. */
+int fs_hopper_pairs_128(int fast_hbm, int sample_verify, int64_t D);
 
 /* The kernel a launch with these options takes (opts may be NULL). */
 int fs_hopper_kernel_for(int64_t rows, const fs_hopper_opts *opts);

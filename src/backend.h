@@ -72,8 +72,8 @@ struct fs_context {
     int tile_ew_min_bn;      /* the tile kernel's epilogue warps from this row block (48,
                                 64, 80, 96, 128); 0: by the chip (hopper_opts_for) */
     int64_t tile_pairs_min;  /* the tile kernel in 2-CTA pairs from this many rows (up to
-                                320, but 241-256); 0: never, -1: by the chip
-                                (fs_hopper_pairs_min) */
+                                320; 241-256 by fs_hopper_pairs_128); 0: never, -1:
+                                by the chip (fs_hopper_pairs_min) */
     int hopper_odd_pairs;    /* the rows kernel pairs an odd count of row blocks */
     int hopper_row_block;    /* the rows kernel's rows per CTA (128 / 192); 0: automatic */
     int hopper_rows_ties_128; /* where 128 and 192 rows pad as many, the automatic row

@@ -243,6 +243,9 @@ static void test_fused_bf16(void **state)
            in two 112-row ones (no offsets) */
         {1, FS_DTYPE_BF16, 7001, 200, 180, 1, 0},
         {1, FS_DTYPE_BF16, 2003, 136, 222, 0, 1},
+        /* 250 rows: sample in two 128-row halves (draft argmax on the rows
+           kernel) on an H200 and under test_gpu_agree_pairs */
+        {1, FS_DTYPE_BF16, 2003, 136, 250, 1, 0},
     };
     run_cases(cs, sizeof cs / sizeof cs[0]);
 }

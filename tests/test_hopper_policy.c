@@ -89,9 +89,10 @@ static const fs_op all_ops[] = {FS_OP_SAMPLE, FS_OP_ARGMAX, FS_OP_VERIFY, FS_OP_
  * D <= 5120, from the 80-row one where larger, the tile kernel up to 160
  * rows for every op but 97-128 rows where D > 5120, the rows kernel at
  * 161-192 rows, the pairs at 193-240 in 104-120-row halves (not draft
- * argmax where D > 5120), the rows kernel at 241-256, the pairs at
- * 257-320, the rows kernel past them (fs_hopper_ew_min_fast_hbm,
- * fs_hopper_rows_span_ew80, fs_hopper_pairs_min, pairs_gap). */
+ * argmax where D > 5120), at 241-256 in 128-row halves for sample and
+ * verify where D <= 5120 (else the rows kernel), the pairs at 257-320, the
+ * rows kernel past them (fs_hopper_ew_min_fast_hbm,
+ * fs_hopper_rows_span_ew80, fs_hopper_pairs_min, fs_hopper_pairs_128). */
 static void test_h200_defaults(void **state)
 {
     (void)state;
@@ -120,7 +121,10 @@ static void test_h200_defaults(void **state)
                 expect(&ctx, op, D, 193, 208, TILE, 104, 1, 1);
                 expect(&ctx, op, D, 209, 224, TILE, 112, 1, 1);
                 expect(&ctx, op, D, 225, 240, TILE, 120, 1, 1);
-                expect(&ctx, op, D, 241, 256, ROWS, 0, 0, 0);
+                if ((op == FS_OP_SAMPLE || op == FS_OP_VERIFY) && D <= 5120)
+                    expect(&ctx, op, D, 241, 256, TILE, 128, 1, 1);
+                else
+                    expect(&ctx, op, D, 241, 256, ROWS, 0, 0, 0);
             }
             expect(&ctx, op, D, 257, 288, TILE, 144, 1, 1);
             expect(&ctx, op, D, 289, 320, TILE, 160, 1, 1);
@@ -192,6 +196,8 @@ static void test_knobs(void **state)
         expect(&pairs, FS_OP_ARGMAX, 4096, 161, 208, TILE, 104, 1, 1);
         expect(&pairs, FS_OP_ARGMAX, 4096, 233, 240, TILE, 120, 1, 1);
         expect(&pairs, FS_OP_ARGMAX, 4096, 241, 256, ROWS, 0, 0, 0);
+        expect(&pairs, FS_OP_SAMPLE, 4096, 241, 256, fast ? TILE : ROWS, fast ? 128 : 0, fast,
+               fast);
         expect(&pairs, FS_OP_VERIFY, 4096, 289, 320, TILE, 160, 1, 1);
         expect(&pairs, FS_OP_VERIFY, 4096, 321, 400, ROWS, 0, 0, 0);
         const fs_context no_pairs = ctx_for(fast, "FLASHSPEC_TILE_PAIRS_MIN=0");
