@@ -74,5 +74,33 @@ done
 (cd $B && timeout 420 ctest -L gpu -j4 -E "agree|stat|single|bad_input|graph|tree" --output-on-failure > $O/ctest_gpu_rest.txt 2>&1; echo "rc=$?" >> $O/ctest_gpu_rest.txt)
 el tests
 ;;
+7)
+# 241-256 rows: the rows kernel (pairs off) against the pairs' 128-row
+# halves for every op but draft argmax (the default of this call's build)
+OUT=$O/ab timeout 300 bash bench/tools/ab_rounds.sh -r 4 g \
+  "--shapes 151936x4096,128256x8192,262144x3072 --rows 240,241,248,256 --requests 48,49,50,51 --ops sample,verify --rounds 1 --reps 16" \
+  rows=$B/bench/flashspec_bench@FLASHSPEC_TILE_PAIRS_MIN=0 pairs=$B/bench/flashspec_bench > $O/ab_g_summary.txt 2>&1
+el ab
+for r in 1 2 3; do for m in 0 auto; do
+  e=FLASHSPEC_TILE_PAIRS_MIN=0; [ $m = auto ] && e=FS_UNUSED=1
+  env $e timeout 40 $B/bench/tree_bench --shapes 151936x4096,128256x8192,262144x3072 --requests 8 --nodes 30,31 --rounds 2 --reps 6 > $O/tree3_${m}_$r.txt 2>&1
+done; done
+el tree
+(cd $B && timeout 150 ctest -L gpu -j4 -R "agree_pairs|tree_pairs|agree$|tree$" --output-on-failure > $O/ctest_gpu.txt 2>&1; echo "rc=$?" >> $O/ctest_gpu.txt)
+el tests
+;;
+8)
+# the committed rule: the GPU subset, sanitizers over the 250-row case's
+# 128-row halves, the issue-20 and tree sweeps
+(cd $B && timeout 240 ctest -L gpu -j4 -R "agree|stat|single|bad_input|graph|tree" --output-on-failure > $O/ctest_gpu.txt 2>&1; echo "rc=$?" >> $O/ctest_gpu.txt)
+el tests
+for tool in memcheck racecheck; do
+  FS_GPU_TEST_SMALL=1 FS_GPU_TEST_SMALL_ROWS=256 san $tool san_${tool}_agree256.txt 100 $B/tests/test_gpu_agree
+  el $tool
+done
+timeout 120 $B/bench/flashspec_bench --json $O/bench.json > $O/bench.txt 2>&1; el "sweep rc=$?"
+timeout 60 $B/bench/tree_bench --shapes 151936x4096,128256x8192 --requests 1,4,16,64 --nodes 8,16,32,64 \
+  --rounds 3 --reps 8 > $O/tree_bench.txt 2>&1; el "tree rc=$?"
+;;
 esac
 tar czf $OUT/out.tgz -C $O .
