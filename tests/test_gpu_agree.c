@@ -214,8 +214,10 @@ static void test_fused_bf16(void **state)
         {1, FS_DTYPE_BF16, 1000, 136, 1, 0, 0},
         {1, FS_DTYPE_BF16, 1001, 4096, 300, 1, 0},
         {1, FS_DTYPE_BF16, 3001, 136, 65, 0, 0},
-        /* rows kernel with 2 row blocks (one unit per slot: half tiles only)
-           and 4 row blocks (full and half tiles) */
+        /* rows kernel with 2 row blocks (one unit per slot: half tiles only;
+           on an H200 the pairs take sample and argmax of 200 rows, and
+           test_gpu_agree_rowsm this kernel) and 4 row blocks (full and half
+           tiles) */
         {1, FS_DTYPE_BF16, 5003, 136, 200, 1, 0},
         {1, FS_DTYPE_BF16, 12007, 136, 450, 0, 0},
         /* tile kernel row blocks of 48 and 96 (65 rows above takes 80) */
