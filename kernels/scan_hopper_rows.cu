@@ -172,6 +172,14 @@ template <int NWG, bool FILT = false> struct Shape {
  * out even with and without (same folder), so their kernels keep whole
  * units and carry no narrow-tile code. */
 constexpr int FINE_GRAN = 32;
+/* The FINE kernels, as above: one job a CTA (not MULTI) in 2-CTA clusters
+ * of row blocks (CL 2) that share no H (not SH), sampling or draft argmax
+ * (not FILT, not TREE).  The kernel's template and the host's Args::gran
+ * both ask this. */
+__host__ __device__ constexpr bool fine_kernel(int cl, bool sh, bool multi, bool filt, bool tree)
+{
+    return cl == 2 && !sh && !multi && !filt && !tree;
+}
 
 template <int NWG, bool LSE, bool MULTI> struct Regs {
     using S = Shape<NWG>;
@@ -437,7 +445,7 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
     static_assert(!FILT || (NWG == 2 && LSE && !TREE && !SH), "FILT kernels");
     using S = Shape<NWG, FILT>;
     /* units of FINE_GRAN tokens (a.gran) and a narrow last tile: FINE_GRAN */
-    constexpr bool FINE = CL == 2 && !SH && !MULTI && !FILT && !TREE;
+    constexpr bool FINE = fine_kernel(CL, SH, MULTI, FILT, TREE);
     constexpr int STAGE_BYTES = S::STAGE_BYTES, W_BYTES = S::W_BYTES, H_BYTES = S::H_BYTES;
     constexpr int BR = S::BR, BV = S::BV, NA = S::NA, NBT = S::NBT, NCW = S::NCW, NCT = S::NCT;
     constexpr int BAR_BYTES = S::BAR_BYTES, DESC_BYTES = S::DESC_BYTES, STAGES = S::STAGES;
@@ -1268,9 +1276,9 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
     a.slots = (int)slots;
     /* a single row block in clusters: lone pairs sharing H (cluster_size) */
     const bool share_h = p.odd && n_rb == 1;
-    /* the FINE kernels' units (FINE_GRAN): one job a CTA in clusters that do
-       not share H, sampling or argmax */
-    const bool fine = !p.by_tile && !tree_rows && !cands && cl == 2 && !share_h;
+    const Epi epi = argmax_only ? EPI_ARGMAX : tree_rows ? EPI_TREE : cands ? EPI_FILT : EPI_LSE;
+    /* the FINE kernels' units (FINE_GRAN) */
+    const bool fine = fine_kernel(cl, share_h, p.by_tile != 0, epi == EPI_FILT, epi == EPI_TREE);
     a.gran = fine ? FINE_GRAN : UNIT;
     a.units = (int)((V_local + a.gran - 1) / a.gran); /* the plan's units where not fine */
     a.tile_slots = p.by_tile;
@@ -1304,7 +1312,6 @@ extern "C" int fs_hopper_rows_launch(const void *W, const void *H, int is_bf16, 
     fs_pdl_config pc(dim3((unsigned)grid), dim3(wide ? Shape<3>::THREADS : Shape<2>::THREADS),
                      wide ? Shape<3>::SMEM : Shape<2>::SMEM, stream, true);
     const bool bf = is_bf16 != 0;
-    const Epi epi = argmax_only ? EPI_ARGMAX : tree_rows ? EPI_TREE : cands ? EPI_FILT : EPI_LSE;
     e = wide ? launch_shape<3>(bf, cl, share_h, epi, p.by_tile != 0, pc, m, a, device)
              : launch_shape<2>(bf, cl, share_h, epi, p.by_tile != 0, pc, m, a, device);
     return (int)(e != cudaSuccess ? e : cudaGetLastError());
