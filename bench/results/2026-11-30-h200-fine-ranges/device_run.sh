@@ -12,14 +12,9 @@
 # 192-row lone pairs: the committed form), mut (mutant_narrow_short.patch,
 # test_gpu_agree relinked).
 set -u
-T0=$(date +%s); O=/tmp/o; mkdir -p $O/ab; el() { echo "$1 $(( $(date +%s) - T0 )) s" >> $O/log.txt; }
-bash bench/tools/carry_unpack.sh >/dev/null
-mkdir -p /tmp/fsb && tar xJf carry-bin/extra.txz -C /tmp/fsb
-export LD_LIBRARY_PATH=/tmp/fs_deps/usr/lib/x86_64-linux-gnu:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64
-export PATH=/usr/local/cuda/bin:$PATH
-B=/tmp/b-full F=/tmp/fsb
-nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv > $O/gpu.txt 2>&1
-el start
+source bench/tools/device_env.sh # carry_unpack.sh unpacks extra.txz into /tmp/fsb
+mkdir -p $O/ab
+F=/tmp/fsb
 case "${1:-1}" in
 1)
 timeout 60 $B/bench/flashspec_bench --shapes 128256x8192 --rows 192 --requests 40 --ops sample,argmax,verify --rounds 1 --reps 3 > $O/smoke.txt 2>&1; echo "rc=$?" >> $O/smoke.txt
@@ -83,10 +78,9 @@ el mutant
 el tests
 ;;
 6)
-SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 for tool in memcheck racecheck; do
-  X=""; [ $tool = racecheck ] && X="--racecheck-report all"
-  (FS_GPU_TEST_SMALL=1 FS_GPU_TEST_SMALL_ROWS=460 FLASHSPEC_HOPPER_ROWS_MIN=1 timeout 250 $SAN --tool $tool $X --error-exitcode 1 $B/tests/test_gpu_agree > $O/san_${tool}_agree460.txt 2>&1; echo "rc=$?" >> $O/san_${tool}_agree460.txt)
+  FS_GPU_TEST_SMALL=1 FS_GPU_TEST_SMALL_ROWS=460 FLASHSPEC_HOPPER_ROWS_MIN=1 \
+    san $tool san_${tool}_agree460.txt 250 $B/tests/test_gpu_agree
   el $tool
 done
 ;;
@@ -116,10 +110,9 @@ el tests
 9)
 (cd $B && timeout 200 ctest -L gpu -j4 -R "agree|stat|single|bad_input|graph" --output-on-failure > $O/ctest_gpu_final.txt 2>&1)
 el tests
-SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 for tool in memcheck racecheck; do
-  X=""; [ $tool = racecheck ] && X="--racecheck-report all"
-  (FS_GPU_TEST_SMALL=1 FS_GPU_TEST_SMALL_ROWS=460 FLASHSPEC_HOPPER_ROWS_MIN=1 timeout 150 $SAN --tool $tool $X --error-exitcode 1 $B/tests/test_gpu_agree > $O/san_${tool}_agree460.txt 2>&1; echo "rc=$?" >> $O/san_${tool}_agree460.txt)
+  FS_GPU_TEST_SMALL=1 FS_GPU_TEST_SMALL_ROWS=460 FLASHSPEC_HOPPER_ROWS_MIN=1 \
+    san $tool san_${tool}_agree460.txt 150 $B/tests/test_gpu_agree
   el $tool
 done
 ;;

@@ -50,8 +50,8 @@ timeout 150 $B/bench/tree_bench --shapes 151936x4096,128256x8192 --requests 1,4,
 timeout 380 $B/bench/flashspec_bench --json $O/bench.json > $O/bench.txt 2>&1; el "sweep rc=$?"
 ;;
 5)
-# carry-bin/extra.txz: mut/test_gpu_agree, linked with mutant_half_short.patch
-mkdir -p /tmp/fsb && python3 -c "import lzma, tarfile; tarfile.open(fileobj=lzma.open('carry-bin/extra.txz')).extractall('/tmp/fsb')"
+# carry-bin/extra.txz (unpacked into /tmp/fsb by device_env.sh's
+# carry_unpack.sh): mut/test_gpu_agree, linked with mutant_half_short.patch
 (FS_GPU_TEST_SMALL=1 FS_GPU_TEST_SMALL_ROWS=240 FLASHSPEC_TILE_PAIRS_MIN=161 timeout 120 /tmp/fsb/mut/test_gpu_agree > $O/mut_half_short.txt 2>&1; echo "rc=$?" >> $O/mut_half_short.txt)
 el mutant
 NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
