@@ -66,6 +66,7 @@
 #include <string.h>
 
 #include <cooperative_groups.h>
+#include <type_traits>
 
 #include "hopper_ptx.cuh"
 #include "op_tail.cuh"
@@ -115,16 +116,42 @@ constexpr int BAR_FREE = 2, BAR_FULL = 3, BAR_EPI = 4;
 constexpr int LDS = BM;              /* epilogue buffer pitch (floats), XOR-swizzled */
 constexpr int MAX_STAGES = 12;
 
-/* Row blocks that only the pairs take: halves of 193-240 rows, which the
- * 128-row halves would pad by up to a third. */
+/* A set of row blocks, spelled once: membership, the list in order, and a
+ * call of f(std::integral_constant<int, b>) for the member b == bn (the
+ * last member when none is: the launches' default) -- the templates a
+ * runtime row block selects. */
+template <int... B> struct BnSet {
+    static constexpr int list[sizeof...(B)] = {B...};
+    static constexpr int count = (int)sizeof...(B);
+    static constexpr int last = list[count - 1];
+    static constexpr bool has(int bn) { return ((bn == B) || ...); }
+    template <class F> static auto with(int bn, F &&f)
+    {
+        decltype(f(std::integral_constant<int, last>{})) r{};
+        if (!((bn == B ? (r = f(std::integral_constant<int, B>{}), true) : false) || ...))
+            r = f(std::integral_constant<int, last>{});
+        return r;
+    }
+};
+
+/* Row blocks of the tile kernel's single CTAs (pick_bn): a padded row costs
+ * its share of the MMA and of H's L2 traffic (verify at 80 rows, H100:
+ * 1.116 x the bound with a 128-row block, 1.075 x with an 80-row one on
+ * 151936 x 4096; 1.082 -> 1.030 on 128256 x 8192), so the list is dense
+ * where the tile kernel runs. */
+using TileBns = BnSet<16, 32, 48, 64, 80, 96, 128, 144, 160>;
+/* The pairs' halves (pair_bn): 104-120 for 193-240 rows, which the 128-row
+ * halves would pad by up to a third, and the EW blocks from 128. */
+using PairBns = BnSet<104, 112, 120, 128, 144, 160>;
+
+/* Row blocks that only the pairs take. */
 constexpr bool pair_only_bn(int bn)
 {
-    return bn == 104 || bn == 112 || bn == 120;
+    return PairBns::has(bn) && !TileBns::has(bn);
 }
-/* The pairs' halves (pair_bn). */
 constexpr bool pair_kernel_bn(int bn)
 {
-    return pair_only_bn(bn) || bn >= 128;
+    return PairBns::has(bn);
 }
 /* Whether the plain kernels (filters, FLASHSPEC_TILE_EPI_WG=0) have row
  * block bn: every one but 144, which only the EW kernels' runs measured
@@ -1011,13 +1038,6 @@ __global__ void __launch_bounds__(EW ? threads_ew(BN) : THREADS, 1)
 
 /* ---------------------------------------------------------------- host -- */
 
-/* Row blocks: a padded row costs its share of the MMA and of H's L2 traffic
- * (verify at 80 rows, H100: 1.116 x the bound with a 128-row block, 1.075 x
- * with an 80-row one on 151936 x 4096; 1.082 -> 1.030 on 128256 x 8192), so
- * the list is dense where the tile kernel runs. */
-static const int kBnList[] = {16, 32, 48, 64, 80, 96, 128, 144, 160};
-constexpr int kNumBn = (int)(sizeof(kBnList) / sizeof(kBnList[0]));
-
 template <int BN, bool BF16, bool FILT, bool EW, bool PAIR> cudaError_t configure(int device)
 {
     static unsigned long long done = 0;
@@ -1111,10 +1131,10 @@ cudaError_t launch(const CUtensorMap &tw, const void *H, int is_bf16, int64_t D,
  * and that the launch has a kernel for: ew, the EW kernels take it. */
 int pick_bn(int64_t rows, bool ew)
 {
-    for (int i = 0; i < kNumBn; ++i)
-        if (kBnList[i] >= rows && (ew || plain_bn(kBnList[i])))
-            return kBnList[i];
-    return kBnList[kNumBn - 1];
+    for (int bn : TileBns::list)
+        if (bn >= rows && (ew || plain_bn(bn)))
+            return bn;
+    return TileBns::last;
 }
 
 int64_t num_tiles(int64_t V_local)
@@ -1122,8 +1142,7 @@ int64_t num_tiles(int64_t V_local)
     return (V_local + BM - 1) / BM;
 }
 
-/* A pair's half: the smallest of 104, 112, 120, 128, 144 and 160 rows
- * that holds half the rows.  96-row halves (161-192 rows) were measured
+/* A pair's half: the smallest of PairBns that holds half the rows.  96-row halves (161-192 rows) were measured
  * too: 3-12% slower than the rows kernel's 192-row CTA for sample and
  * verify on three shapes, draft argmax even
  * (bench/results/2026-11-29-h200-epilogue-instructions/); 104-row ones at
@@ -1131,24 +1150,15 @@ int64_t num_tiles(int64_t V_local)
 int pair_bn(int64_t rows)
 {
     const int64_t half = (rows + 1) / 2;
-    return half <= 104   ? 104
-           : half <= 112 ? 112
-           : half <= 120 ? 120
-           : half <= 128 ? 128
-           : half <= 144 ? 144
-                         : 160;
+    for (int bn : PairBns::list)
+        if (bn >= half)
+            return bn;
+    return PairBns::last;
 }
 
 int pair_slots(int bn)
 {
-    switch (bn) {
-    case 104: return pair_clusters<104>();
-    case 112: return pair_clusters<112>();
-    case 120: return pair_clusters<120>();
-    case 128: return pair_clusters<128>();
-    case 144: return pair_clusters<144>();
-    default: return pair_clusters<160>();
-    }
+    return PairBns::with(bn, [](auto b) { return pair_clusters<decltype(b)::value>(); });
 }
 
 /* 241-256 rows, which the pairs take in 128-row halves only where the
@@ -1243,12 +1253,9 @@ extern "C" int64_t fs_hopper_rows_max_fast_hbm(int tree, int64_t D)
 
 extern "C" int fs_hopper_ew_min_valid(int bn)
 {
-    /* a row block of the launch (kBnList) that has EW kernels, up to 128
+    /* a row block of the launch (TileBns) that has EW kernels, up to 128
        (past it every block takes them) */
-    for (int i = 0; i < fsh::kNumBn; ++i)
-        if (fsh::kBnList[i] == bn)
-            return fsh::ew_bn(bn) && bn <= 128;
-    return 0;
+    return fsh::TileBns::has(bn) && fsh::ew_bn(bn) && bn <= 128;
 }
 
 /* H200, the tile kernel's 48- and 64-row blocks with epilogue warps (EW)
@@ -1507,19 +1514,11 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
         cudaSuccess)
         return (int)e;
     const int grid = (int)n_recs;
-    switch (bn) {
-    case 16: e = launch<16>(tw, H, is_bf16, D, rows, a, grid, ew, pair, device, stream); break;
-    case 32: e = launch<32>(tw, H, is_bf16, D, rows, a, grid, ew, pair, device, stream); break;
-    case 48: e = launch<48>(tw, H, is_bf16, D, rows, a, grid, ew, pair, device, stream); break;
-    case 64: e = launch<64>(tw, H, is_bf16, D, rows, a, grid, ew, pair, device, stream); break;
-    case 80: e = launch<80>(tw, H, is_bf16, D, rows, a, grid, ew, pair, device, stream); break;
-    case 96: e = launch<96>(tw, H, is_bf16, D, rows, a, grid, ew, pair, device, stream); break;
-    case 104: e = launch<104>(tw, H, is_bf16, D, rows, a, grid, ew, pair, device, stream); break;
-    case 112: e = launch<112>(tw, H, is_bf16, D, rows, a, grid, ew, pair, device, stream); break;
-    case 120: e = launch<120>(tw, H, is_bf16, D, rows, a, grid, ew, pair, device, stream); break;
-    case 128: e = launch<128>(tw, H, is_bf16, D, rows, a, grid, ew, pair, device, stream); break;
-    case 144: e = launch<144>(tw, H, is_bf16, D, rows, a, grid, ew, pair, device, stream); break;
-    default: e = launch<160>(tw, H, is_bf16, D, rows, a, grid, ew, pair, device, stream); break;
-    }
+    /* the pairs' halves from PairBns, single CTAs' blocks from TileBns */
+    const auto go = [&](auto b) {
+        return launch<decltype(b)::value>(tw, H, is_bf16, D, rows, a, grid, ew, pair, device,
+                                          stream);
+    };
+    e = pair ? PairBns::with(bn, go) : TileBns::with(bn, go);
     return (int)e;
 }
