@@ -27,6 +27,7 @@
 
 #include "baselines.h"
 #include "flashspec.h"
+#include "power.h"
 #include "report.h"
 #include "timing.h"
 
@@ -54,6 +55,7 @@ typedef struct options {
     size_t copy_mib;
     int device;
     int clean_flush;
+    int power; /* sample the SM clock and board power per method (power.h) */
     const char *csv, *json;
 } options;
 
@@ -61,6 +63,7 @@ typedef struct bench {
     options o;
     cudaStream_t stream;
     bench_timer timer;
+    bench_power *power; /* --power; NULL: off or unavailable */
     fs_context *fs; /* NULL: the fused ops cannot run (reason in fs_unavailable) */
     char fs_unavailable[200];
     double copy_gbps;
@@ -447,6 +450,9 @@ static void run_config(bench *b, const method *const *list, int n)
     bench_row rows[MAX_METHODS];
     int live[MAX_METHODS];
     double rmed[MAX_METHODS][MAX_ROUNDS];
+    /* --power: per method, its rounds' readings weighted by their count */
+    double p_mhz[MAX_METHODS] = {0}, p_w[MAX_METHODS] = {0}, p_cap[MAX_METHODS] = {0};
+    int p_n[MAX_METHODS] = {0}, p_nw[MAX_METHODS] = {0};
     if (n > MAX_METHODS) {
         fprintf(stderr, "run_config: %d methods > %d\n", n, MAX_METHODS);
         exit(1);
@@ -499,7 +505,18 @@ static void run_config(bench *b, const method *const *list, int n)
             CUDA_CHECK(cudaMemsetAsync(b->num_emitted, 0xff,
                                        b->max_requests * sizeof(int32_t), b->stream));
             double *s = b->ms + (size_t)i * per + (size_t)round * o->reps;
-            if (bench_time(&b->timer, m->fn, b, round == 0 ? o->warmup : 1, o->reps, s) != 0) {
+            bench_power_begin(b->power);
+            const int failed =
+                bench_time(&b->timer, m->fn, b, round == 0 ? o->warmup : 1, o->reps, s) != 0;
+            const bench_power_stats ps = bench_power_end(b->power);
+            p_n[i] += ps.samples;
+            p_mhz[i] += ps.samples * ps.sm_mhz;
+            p_cap[i] += ps.samples * ps.capped;
+            if (ps.watts >= 0.0) {
+                p_nw[i] += ps.samples;
+                p_w[i] += ps.samples * ps.watts;
+            }
+            if (failed) {
                 /* a failed call must not have broken the context */
                 CUDA_CHECK(cudaGetLastError());
                 CUDA_CHECK(cudaDeviceSynchronize());
@@ -536,11 +553,17 @@ static void run_config(bench *b, const method *const *list, int n)
         }
         if (i == 0)
             matmul_ms = r->median_ms;
+        r->power_samples = p_n[i];
+        r->sm_mhz = p_n[i] ? p_mhz[i] / p_n[i] : 0.0;
+        r->capped = p_n[i] ? p_cap[i] / p_n[i] : 0.0;
+        r->watts = p_nw[i] ? p_w[i] / p_nw[i] : -1.0;
     }
     for (int i = 0; i < n; ++i) {
         rows[i].matmul_ms = matmul_ms;
         add_row(b, &rows[i]);
     }
+    for (int i = 0; i < n && b->power; ++i)
+        report_power_row(stdout, &rows[i]);
 }
 
 static void make_gemm(bench *b, int64_t rows)
@@ -743,6 +766,9 @@ static void usage(FILE *f)
             "                         read back clean (the call writes nothing back)\n"
             "  --quick                smoke run: 1st shape, rows 1,16,256, requests 1,16,64,\n"
             "                         2 rounds of 5 reps, 2 warm-up (explicit flags still win)\n"
+            "  --power                the SM clock and board power while each method runs\n"
+            "                         (NVML, sampled every 0.5 ms): a line per method with\n"
+            "                         its clock, power, cycles and energy a call\n"
             "  --csv PATH, --json PATH  write the results\n"
             "  --device N             CUDA device (default 0)\n");
 }
@@ -824,6 +850,9 @@ static void parse_options(int argc, char **argv, options *o)
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         int bad = 0;
         if (strcmp(a, "--quick") == 0) {
+            continue;
+        } else if (strcmp(a, "--power") == 0) {
+            o->power = 1;
             continue;
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
@@ -983,6 +1012,13 @@ int main(int argc, char **argv)
         b.fs = NULL;
     }
 
+    if (o->power) {
+        char why[200];
+        b.power = bench_power_start(o->device, why, (int)sizeof why);
+        if (!b.power)
+            printf("--power: no readings: %s\n", why);
+    }
+
     snprintf(bench_activity, sizeof bench_activity, "the copy bandwidth");
     b.copy_gbps = bench_copy_bandwidth(b.stream, o->copy_mib << 20, 20);
     meta.copy_gbps = b.copy_gbps;
@@ -1036,6 +1072,7 @@ int main(int argc, char **argv)
 
     int rc = write_results(&b);
 
+    bench_power_stop(b.power);
     if (b.fs)
         fs_context_destroy(b.fs);
     bl_gemm_shutdown();

@@ -45,6 +45,20 @@ void report_table_row(FILE *f, const bench_row *r)
 }
 
 /* CSV fields never contain commas or quotes except check/note: quote those. */
+void report_power_row(FILE *f, const bench_row *r)
+{
+    if (!r->valid || r->power_samples <= 0)
+        return;
+    /* cycles a call at the mean clock: set beside ncu's cycles of a lone
+       launch, they say whether a call lost cycles or clock */
+    fprintf(f, "  power %-30s %5lld rows: %6.0f MHz, %4.0f%% of readings power-capped, %.2f M cycles a call",
+            r->method, (long long)r->rows, r->sm_mhz, 100.0 * r->capped,
+            r->median_ms * r->sm_mhz * 1e-3);
+    if (r->watts >= 0.0)
+        fprintf(f, ", %.0f W, %.1f mJ a call", r->watts, r->watts * r->median_ms);
+    fprintf(f, " (%d readings)\n", r->power_samples);
+}
+
 static void csv_str(FILE *f, const char *s)
 {
     fputc('"', f);
@@ -180,6 +194,15 @@ int report_write_json(const char *path, const bench_meta *m, const bench_row *ro
         json_num(f, r->valid ? 100.0 * ratio(r->floor_ms, r->median_ms) : NAN);
         fprintf(f, ", \"target\": ");
         json_str(f, row_target(r));
+        if (r->power_samples > 0) {
+            fprintf(f, ", \"sm_mhz\": ");
+            json_num(f, r->sm_mhz);
+            fprintf(f, ", \"watts\": ");
+            json_num(f, r->watts >= 0.0 ? r->watts : NAN);
+            fprintf(f, ", \"power_capped\": ");
+            json_num(f, r->capped);
+            fprintf(f, ", \"power_samples\": %d", r->power_samples);
+        }
         fprintf(f, ", \"check\": ");
         json_str(f, r->check);
         fprintf(f, ", \"note\": ");

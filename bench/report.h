@@ -21,6 +21,11 @@ typedef struct bench_row {
     double round_lo_ms, round_hi_ms;   /* the lowest and highest round median */
     double matmul_ms;  /* cuBLAS matmul alone at the same rows (0 if unknown) */
     double floor_ms;   /* V * D * 2 bytes / measured bandwidth */
+    /* --power: the SM clock and board power while the method's calls ran
+       (means over its rounds; power_samples 0: not measured, watts < 0: no
+       power reading) and the fraction of readings a power cap held */
+    int power_samples;
+    double sm_mhz, watts, capped;
     char check[96];    /* correctness cross-check of the outputs */
     char note[512];    /* why it was not measured */
 } bench_row;
@@ -44,6 +49,9 @@ const char *row_target(const bench_row *r); /* "PASS", "MISS" or "" (not fused /
 
 void report_table_header(FILE *f);
 void report_table_row(FILE *f, const bench_row *r);
+/* --power: one line of r's clock, power, cycles and energy a call (nothing
+ * when r has no readings). */
+void report_power_row(FILE *f, const bench_row *r);
 /* 0 on success; prints the reason on failure. */
 int report_write_csv(const char *path, const bench_row *rows, int n);
 int report_write_json(const char *path, const bench_meta *m, const bench_row *rows, int n);
