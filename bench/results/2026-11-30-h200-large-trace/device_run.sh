@@ -95,5 +95,16 @@ for cc in none all; do
   el "ncu $cc"
 done
 ;;
+6)
+# every GPU test on the final build, and issue 21's tree sweep
+(cd $B && timeout 420 ctest -L gpu -j4 --output-on-failure > $O/ctest_gpu_all.txt 2>&1; echo "rc=$?" >> $O/ctest_gpu_all.txt)
+el tests
+timeout 100 $B/bench/tree_bench --shapes 151936x4096,128256x8192 --requests 1,4,16,64 --nodes 8,16,32,64 \
+  --rounds 3 --reps 8 > $O/tree_bench.txt 2>&1; el "tree rc=$?"
+;;
+7)
+# the issue-20 sweep with each method's clock and power
+timeout 560 $B/bench/flashspec_bench --power --json $O/bench.json > $O/bench.txt 2>&1; el "sweep rc=$?"
+;;
 esac
 tar czf $OUT/out.tgz -C $O .
