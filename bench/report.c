@@ -44,14 +44,15 @@ void report_table_row(FILE *f, const bench_row *r)
     fflush(f);
 }
 
-/* CSV fields never contain commas or quotes except check/note: quote those. */
 void report_power_row(FILE *f, const bench_row *r)
 {
     if (!r->valid || r->power_samples <= 0)
         return;
     /* cycles a call at the mean clock: set beside ncu's cycles of a lone
        launch, they say whether a call lost cycles or clock */
-    fprintf(f, "  power %-30s %5lld rows: %6.0f MHz, %4.0f%% of readings power-capped, %.2f M cycles a call",
+    fprintf(f,
+            "  power %-30s %5lld rows: %6.0f MHz, %4.0f%% of readings power-capped, "
+            "%.2f M cycles a call",
             r->method, (long long)r->rows, r->sm_mhz, 100.0 * r->capped,
             r->median_ms * r->sm_mhz * 1e-3);
     if (r->watts >= 0.0)
@@ -59,6 +60,7 @@ void report_power_row(FILE *f, const bench_row *r)
     fprintf(f, " (%d readings)\n", r->power_samples);
 }
 
+/* CSV fields never contain commas or quotes except check/note: quote those. */
 static void csv_str(FILE *f, const char *s)
 {
     fputc('"', f);
