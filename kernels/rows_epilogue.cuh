@@ -31,6 +31,9 @@
 #ifndef FSHR_PROBE_NO_LISTS
 #define FSHR_PROBE_NO_LISTS 0
 #endif
+#ifndef FSHR_PROBE_NO_EX2
+#define FSHR_PROBE_NO_EX2 0
+#endif
 
 namespace fshr {
 /* Tokens per unit of work: one W TMA box; a job is a range of units and a
@@ -425,12 +428,21 @@ __device__ __forceinline__ void block_sums(const float (&acc)[NA], float c, floa
 {
     constexpr int NB = NA / 8;
     const float nb = m > -INFINITY ? -m * c : 0.0f;
+#if FSHR_PROBE_NO_EX2 /* timing probe: the block sums without the MUFU (wrong results) */
+#pragma unroll
+    for (int k = 0; k < NB; ++k)
+        S4[k] = (fmaxf(fmaf(FSHR_ACC(2 * k, 0), c, nb), 0.0f) +
+                 fmaxf(fmaf(FSHR_ACC(2 * k, 1), c, nb), 0.0f)) +
+                (fmaxf(fmaf(FSHR_ACC(2 * k + 1, 0), c, nb), 0.0f) +
+                 fmaxf(fmaf(FSHR_ACC(2 * k + 1, 1), c, nb), 0.0f)) + 1.0f;
+#else
 #pragma unroll
     for (int k = 0; k < NB; ++k)
         S4[k] = (fs_ex2(fmaf(FSHR_ACC(2 * k, 0), c, nb)) +
                  fs_ex2(fmaf(FSHR_ACC(2 * k, 1), c, nb))) +
                 (fs_ex2(fmaf(FSHR_ACC(2 * k + 1, 0), c, nb)) +
                  fs_ex2(fmaf(FSHR_ACC(2 * k + 1, 1), c, nb)));
+#endif
 }
 
 /* Reduce-scatter of the quad's block sums, in groups of 8 blocks (NB / 8

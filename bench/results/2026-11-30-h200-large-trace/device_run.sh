@@ -102,5 +102,29 @@ timeout 100 $B/bench/tree_bench --shapes 151936x4096,128256x8192 --requests 1,4,
 # the issue-20 sweep with each method's clock and power
 timeout 560 $B/bench/flashspec_bench --power --json $O/bench.json > $O/bench.txt 2>&1; el "sweep rc=$?"
 ;;
+8)
+# how much of sampling's epilogue the exponentials are: a build whose rows
+# kernel sums max(x, 0) for exp (-DFSHR_PROBE_NO_EX2=1, wrong draws;
+# carry-bin/extra.txz: noex2/flashspec_bench) against the real one, under
+# ncu (one launch) and in alternated rounds
+NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+M=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum
+mkdir -p $O/ncu_noex2
+for c in 151936x4096:512 151936x4096:1024 262144x3072:512 128256x8192:512; do
+  sh=${c%:*}; r=${c#*:}
+  for v in real:$B/bench/flashspec_bench noex2:/tmp/fsb/noex2/flashspec_bench; do
+    for op in sample argmax; do
+      [ ${v%%:*} = noex2 ] && [ $op = argmax ] && continue
+      timeout 60 $NCU --clock-control none -k regex:'fshr_scan' -c 1 --csv --metrics $M ${v#*:} --shapes $sh --rows $r \
+        --ops $op --reps 1 --warmup 0 --gemm heuristic > $O/ncu_noex2/ncu_${sh}_${r}_${op}_${v%%:*}.csv 2>&1
+    done
+  done
+  el "ncu $c"
+done
+OUT=$O/ab timeout 200 bash bench/tools/ab_rounds.sh -r 3 ex2 \
+  "--shapes 151936x4096,262144x3072,128256x8192 --rows 256,512,1024 --ops sample,argmax --rounds 1 --reps 10" \
+  real=$B/bench/flashspec_bench noex2=/tmp/fsb/noex2/flashspec_bench > $O/ab_ex2_summary.txt 2>&1
+el ab
+;;
 esac
 tar czf $OUT/out.tgz -C $O .
