@@ -1125,7 +1125,10 @@ Plan rows_plan(int64_t V_local, int64_t rows, int sm_count, int multicast, int r
  * 192-row block paired and one 128-row block not: 1100-1152 rows 0-6%
  * fewer; 257-384 rows (two blocks against three) sample and verify 3-11%
  * fewer at 288-384 rows, draft argmax 3-8% more.  Both even (704 rows):
- * 128.  Fewer rows padded but an odd 192-row count against an even 128-row
+ * 128 (on an H200 too: at 704-768 rows the 192-row blocks within the
+ * spread or up to 5% slower for every op,
+ * bench/results/2026-11-30-h200-large-trace/).  Fewer
+ * rows padded but an odd 192-row count against an even 128-row
  * count of 10+ (1665-1728 rows, ...): 128, whose several jobs a CTA fill
  * every SM where one 192-row job a CTA leaves some idle (1700 rows: 14 x 128
  * on 132 CTAs against 9 x 192 on 126; sample 0.4-2% and argmax 3.5-6.7%
