@@ -1142,11 +1142,11 @@ int64_t num_tiles(int64_t V_local)
     return (V_local + BM - 1) / BM;
 }
 
-/* A pair's half: the smallest of PairBns that holds half the rows.  96-row halves (161-192 rows) were measured
- * too: 3-12% slower than the rows kernel's 192-row CTA for sample and
- * verify on three shapes, draft argmax even
- * (bench/results/2026-11-29-h200-epilogue-instructions/); 104-row ones at
- * 176 rows 15-30% slower (bench/results/2026-11-30-h200-pair-halves/). */
+/* A pair's half: the smallest of PairBns that holds half the rows.  96-row
+ * halves (161-192 rows) were measured too: 3-12% slower than the rows
+ * kernel's 192-row CTA for sample and verify on three shapes, draft argmax
+ * even (bench/results/2026-11-29-h200-epilogue-instructions/); 104-row
+ * ones at 176 rows 15-30% slower (bench/results/2026-11-30-h200-pair-halves/). */
 int pair_bn(int64_t rows)
 {
     const int64_t half = (rows + 1) / 2;
@@ -1161,13 +1161,13 @@ int pair_slots(int bn)
     return PairBns::with(bn, [](auto b) { return pair_clusters<decltype(b)::value>(); });
 }
 
-/* 241-256 rows, which the pairs take in 128-row halves only where the
- * options say (pairs_128, fs_hopper_pairs_128): there the rows kernel's
- * two clustered 128-row blocks pad no more rows, with 256-token tiles that
- * read H half as often. */
+/* The rows whose halves are 128 rows (241-256), which the pairs take only
+ * where the options say (pairs_128, fs_hopper_pairs_128): there the rows
+ * kernel's two clustered 128-row blocks pad no more rows, with 256-token
+ * tiles that read H half as often. */
 bool pairs_gap(int64_t rows, const fs_hopper_opts *opts)
 {
-    return rows > 2 * 120 && rows <= 2 * 128 && !(opts && opts->pairs_128);
+    return pair_bn(rows) == 128 && !(opts && opts->pairs_128);
 }
 
 /* Pairs: FS_HOPPER_TILE_MAX_ROWS + 1 up to twice that many rows, in two

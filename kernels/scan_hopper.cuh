@@ -151,9 +151,8 @@ void fs_hopper_rows_span_ew80(int64_t D, int64_t *rows_min, int64_t *rows_max);
 
 /* The rows from which the tile kernel's pairs take the unfiltered ops, tree
  * verify included (up to 320 rows, 241-256 as fs_hopper_pairs_128 says; 0:
- * never), on a chip whose
- * memory outpaces an H100's (fast_hbm) or not, for draft argmax (argmax)
- * or another op on an LM head of hidden size D. */
+ * never), on a chip whose memory outpaces an H100's (fast_hbm) or not, for
+ * draft argmax (argmax) or another op on an LM head of hidden size D. */
 int64_t fs_hopper_pairs_min(int fast_hbm, int argmax, int64_t D);
 
 /* Whether the pairs take 241-256 rows as well (fs_hopper_opts::pairs_128)
