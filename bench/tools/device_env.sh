@@ -15,6 +15,11 @@
 #          hazard), output and exit status in $O/FILE; assignments before
 #          `san` reach COMMAND's environment, e.g.
 #          FS_GPU_TEST_SMALL=1 san memcheck m.txt 100 $B/tests/test_gpu_agree
+#   ncu_csv FILE SECONDS NCU_ARGS... COMMAND...
+#          Nsight Compute's CSV export of COMMAND in $O/FILE (with its
+#          errors), e.g. one launch of the scan with some metrics:
+#          ncu_csv ncu/a.csv 60 --clock-control base -k regex:fshr_scan -c 1 \
+#            --metrics gpu__time_duration.sum $B/bench/flashspec_bench --rows 512
 T0=$(date +%s)
 O=/tmp/o
 # shellcheck disable=SC2034  # B is read by the sourcing script
@@ -29,6 +34,13 @@ san() {
     s=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
     timeout "$secs" "$s" --tool "$tool" "${x[@]}" --error-exitcode 1 "$@" >"$O/$file" 2>&1
     echo "rc=$?" >>"$O/$file"
+}
+ncu_csv() {
+    local file=$1 secs=$2 n
+    shift 2
+    n=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+    mkdir -p "$(dirname "$O/$file")"
+    timeout "$secs" "$n" --csv "$@" >"$O/$file" 2>&1
 }
 bash bench/tools/carry_unpack.sh >/dev/null
 export LD_LIBRARY_PATH=/tmp/fs_deps/usr/lib/x86_64-linux-gnu:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64

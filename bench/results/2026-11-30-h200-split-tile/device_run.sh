@@ -30,15 +30,15 @@ el ab
 2)
 # ncu, one launch each: the split kernels against the 128-row ones at 512
 # and 1024 rows (tensor pipe, instructions, local memory, shared wavefronts)
-NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 M=gpu__time_duration.sum,sm__cycles_elapsed.max,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum,smsp__sass_inst_executed_op_local_ld.sum,smsp__sass_inst_executed_op_local_st.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,dram__bytes_read.sum
-mkdir -p $O/ncu
 for sh in 151936x4096 128256x8192; do for r in 512 1024; do for op in sample argmax; do
   for v in base split; do
-    env $( [ $v = split ] && echo FLASHSPEC_ROWS_SPLIT=1 ) timeout 60 $NCU --clock-control base -k regex:'fshr_scan' -c 1 --csv --metrics $M \
-      $B/bench/flashspec_bench --shapes $sh --rows $r --ops $op --reps 1 --warmup 0 > $O/ncu/ncu_${sh}_${r}_${op}_$v.csv 2>&1
+    if [ $v = split ]; then export FLASHSPEC_ROWS_SPLIT=1; else unset FLASHSPEC_ROWS_SPLIT; fi
+    ncu_csv ncu/ncu_${sh}_${r}_${op}_$v.csv 60 --clock-control base -k regex:fshr_scan -c 1 --metrics $M \
+      $B/bench/flashspec_bench --shapes $sh --rows $r --ops $op --reps 1 --warmup 0
   done
 done; done; done
+unset FLASHSPEC_ROWS_SPLIT
 el ncu
 ;;
 esac
