@@ -34,6 +34,9 @@
 #ifndef FSHR_PROBE_NO_EX2
 #define FSHR_PROBE_NO_EX2 0
 #endif
+#ifndef FSHR_PROBE_NO_NOISE /* timing probe: no reduce-scatter, keys or pick (wrong draws) */
+#define FSHR_PROBE_NO_NOISE 0
+#endif
 
 namespace fshr {
 /* Tokens per unit of work: one W TMA box; a job is a range of units and a
@@ -683,7 +686,7 @@ __device__ __forceinline__ void row_tile(RowState &r, float (&acc)[NA], int64_t 
         else if (m > -INFINITY)
             fs_record_add_lse(&r.rec, fs_score_nobias(m, it), (int32_t)(g0 + mcol), tot);
     }
-    if (!LSE || !__any_sync(0xffffffffu, r.noisy()))
+    if (!LSE || FSHR_PROBE_NO_NOISE || !__any_sync(0xffffffffu, r.noisy()))
         return;
     /* the quad's common reference for the block sums */
     const float Ml = quad_max(m);

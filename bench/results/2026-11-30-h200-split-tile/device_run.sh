@@ -4,6 +4,10 @@
 # carry-bin/all.txz packed by bench/tools/carry_pack.sh from the build in
 # /tmp/b-full of split_tile.patch applied to a946500
 # (FLASHSPEC_ROWS_SPLIT=1 takes the split kernels; unset, the 128-row ones).
+# Stage 3: carry-bin/all.txz from the commit adding FSHR_PROBE_NO_NOISE (default
+# off), carry-bin/extra.txz holding nonoise/flashspec_bench, the same build
+# with the rows kernel's translation unit compiled with
+# -DFSHR_PROBE_NO_NOISE=1.
 set -u
 source bench/tools/device_env.sh
 case "${1:-1}" in
@@ -40,6 +44,24 @@ for sh in 151936x4096 128256x8192; do for r in 512 1024; do for op in sample arg
 done; done; done
 unset FLASHSPEC_ROWS_SPLIT
 el ncu
+;;
+3)
+# the sampling epilogue's stages under ncu: sample against the rows kernel
+# built with FSHR_PROBE_NO_NOISE=1 (/tmp/fsb/nonoise: the block sums and the
+# log-sum-exp, no reduce-scatter, keys or pick) and draft argmax
+M=gpu__time_duration.sum,sm__cycles_elapsed.max,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum
+for sh in 151936x4096 128256x8192 262144x3072; do for r in 512 1024; do
+  for v in sample argmax nonoise; do
+    BIN=$B/bench/flashspec_bench op=$v
+    if [ $v = nonoise ]; then BIN=/tmp/fsb/nonoise/flashspec_bench op=sample; fi
+    ncu_csv ncu_stages/ncu_${sh}_${r}_$v.csv 60 --clock-control base -k regex:fshr_scan -c 1 --metrics $M \
+      $BIN --shapes $sh --rows $r --ops $op --reps 1 --warmup 0
+  done
+done; done
+el ncu
+# every GPU test on this build
+(cd $B && timeout 330 ctest -L gpu -j4 --output-on-failure > $O/ctest_gpu_all_call3.txt 2>&1; echo "rc=$?" >> $O/ctest_gpu_all_call3.txt)
+el tests
 ;;
 esac
 tar czf $OUT/out.tgz -C $O .
