@@ -17,18 +17,19 @@ for f in '_ZN4fshr16fshr_scan_kernelILi4ELb1ELi1ELb0ELb0ELb0ELb0ELb0EEEv14CUtens
          '_ZN4fshr16fshr_scan_kernelILi4ELb1ELi2ELb1ELb0ELb0ELb0ELb0EEEv14CUtensorMap_stS1_S1_S1_NS_4ArgsE'; do
   cuobjdump -sass -fun "$f" $B/tests/test_gpu_agree > $O/sass_${f:29:20}.txt 2>&1
 done
-cuobjdump --dump-resource-usage $B/tests/test_gpu_agree 2>&1 | grep -A1 "fshr_scan_kernelILi4" > $O/res_split.txt
+cuobjdump --dump-resource-usage $B/tests/test_gpu_agree 2>&1 | grep -A1 "fshr_scan_kernelILi4" > $O/resource_usage_split_call1.txt
 el sass
 export FLASHSPEC_ROWS_SPLIT=1
-(FLASHSPEC_HOPPER_ROWS_MIN=1 timeout 200 $B/tests/test_gpu_agree > $O/agree_rowsm_split.txt 2>&1; echo "rc=$?" >> $O/agree_rowsm_split.txt) &
-(FLASHSPEC_HOPPER_ROWS_MIN=1 FLASHSPEC_HOPPER_ROWS_JOBS=3 timeout 200 $B/tests/test_gpu_agree > $O/agree_rowsjobs_split.txt 2>&1; echo "rc=$?" >> $O/agree_rowsjobs_split.txt) &
-(FLASHSPEC_HOPPER_ROWS_MIN=1 timeout 200 $B/tests/test_gpu_stat > $O/stat_rowsm_split.txt 2>&1; echo "rc=$?" >> $O/stat_rowsm_split.txt; timeout 200 $B/tests/test_gpu_stat > $O/stat_split.txt 2>&1; echo "rc=$?" >> $O/stat_split.txt) &
+mkdir -p $O/tests
+(FLASHSPEC_HOPPER_ROWS_MIN=1 timeout 200 $B/tests/test_gpu_agree > $O/tests/agree_rowsm_split.txt 2>&1; echo "rc=$?" >> $O/tests/agree_rowsm_split.txt) &
+(FLASHSPEC_HOPPER_ROWS_MIN=1 FLASHSPEC_HOPPER_ROWS_JOBS=3 timeout 200 $B/tests/test_gpu_agree > $O/tests/agree_rowsjobs_split.txt 2>&1; echo "rc=$?" >> $O/tests/agree_rowsjobs_split.txt) &
+(FLASHSPEC_HOPPER_ROWS_MIN=1 timeout 200 $B/tests/test_gpu_stat > $O/tests/stat_rowsm_split.txt 2>&1; echo "rc=$?" >> $O/tests/stat_rowsm_split.txt; timeout 200 $B/tests/test_gpu_stat > $O/tests/stat_split.txt 2>&1; echo "rc=$?" >> $O/tests/stat_split.txt) &
 wait
 unset FLASHSPEC_ROWS_SPLIT
 el tests
 OUT=$O/ab timeout 300 bash bench/tools/ab_rounds.sh -r 3 sp \
   "--shapes 151936x4096,128256x8192 --rows 256,512,640,768,1024 --requests 128,200 --ops sample,argmax,verify --rounds 1 --reps 20" \
-  base=$B/bench/flashspec_bench split=$B/bench/flashspec_bench@FLASHSPEC_ROWS_SPLIT=1 > $O/ab_summary.txt 2>&1
+  base=$B/bench/flashspec_bench split=$B/bench/flashspec_bench@FLASHSPEC_ROWS_SPLIT=1 > $O/ab_summary_call1.txt 2>&1
 el ab
 ;;
 2)
