@@ -116,15 +116,25 @@ constexpr int BAR_FREE = 2, BAR_FULL = 3, BAR_EPI = 4;
 constexpr int LDS = BM;              /* epilogue buffer pitch (floats), XOR-swizzled */
 constexpr int MAX_STAGES = 12;
 
-/* A set of row blocks, spelled once: membership, the list in order, and a
- * call of f(std::integral_constant<int, b>) for the member b == bn (the
- * last member when none is: the launches' default) -- the templates a
- * runtime row block selects. */
+/* A set of row blocks, spelled once: membership, the list in order, the
+ * smallest member that holds some rows, and a call of
+ * f(std::integral_constant<int, b>) for the member b == bn (the last member
+ * when none is: the launches' default) -- the templates a runtime row block
+ * selects. */
 template <int... B> struct BnSet {
     static constexpr int list[sizeof...(B)] = {B...};
     static constexpr int count = (int)sizeof...(B);
     static constexpr int last = list[count - 1];
     static constexpr bool has(int bn) { return ((bn == B) || ...); }
+    /* the smallest member of at least `rows` rows that ok(member) accepts,
+       else the last */
+    template <class Ok> static int holding(int64_t rows, Ok &&ok)
+    {
+        for (int bn : list)
+            if (bn >= rows && ok(bn))
+                return bn;
+        return last;
+    }
     template <class F> static auto with(int bn, F &&f)
     {
         decltype(f(std::integral_constant<int, last>{})) r{};
@@ -1131,10 +1141,7 @@ cudaError_t launch(const CUtensorMap &tw, const void *H, int is_bf16, int64_t D,
  * and that the launch has a kernel for: ew, the EW kernels take it. */
 int pick_bn(int64_t rows, bool ew)
 {
-    for (int bn : TileBns::list)
-        if (bn >= rows && (ew || plain_bn(bn)))
-            return bn;
-    return TileBns::last;
+    return TileBns::holding(rows, [ew](int bn) { return ew || plain_bn(bn); });
 }
 
 int64_t num_tiles(int64_t V_local)
@@ -1149,11 +1156,7 @@ int64_t num_tiles(int64_t V_local)
  * ones at 176 rows 15-30% slower (bench/results/2026-11-30-h200-pair-halves/). */
 int pair_bn(int64_t rows)
 {
-    const int64_t half = (rows + 1) / 2;
-    for (int bn : PairBns::list)
-        if (bn >= half)
-            return bn;
-    return PairBns::last;
+    return PairBns::holding((rows + 1) / 2, [](int) { return true; });
 }
 
 int pair_slots(int bn)
