@@ -450,9 +450,10 @@ static void run_config(bench *b, const method *const *list, int n)
     bench_row rows[MAX_METHODS];
     int live[MAX_METHODS];
     double rmed[MAX_METHODS][MAX_ROUNDS];
-    /* --power: per method, its rounds' readings weighted by their count */
-    double p_mhz[MAX_METHODS] = {0}, p_w[MAX_METHODS] = {0}, p_cap[MAX_METHODS] = {0};
-    int p_n[MAX_METHODS] = {0}, p_nw[MAX_METHODS] = {0};
+    /* --power: per method, the readings of all its rounds */
+    bench_power_stats pw[MAX_METHODS];
+    for (int i = 0; i < MAX_METHODS; ++i)
+        pw[i] = bench_power_end(NULL);
     if (n > MAX_METHODS) {
         fprintf(stderr, "run_config: %d methods > %d\n", n, MAX_METHODS);
         exit(1);
@@ -509,13 +510,7 @@ static void run_config(bench *b, const method *const *list, int n)
             const int failed =
                 bench_time(&b->timer, m->fn, b, round == 0 ? o->warmup : 1, o->reps, s) != 0;
             const bench_power_stats ps = bench_power_end(b->power);
-            p_n[i] += ps.samples;
-            p_mhz[i] += ps.samples * ps.sm_mhz;
-            p_cap[i] += ps.samples * ps.capped;
-            if (ps.watts >= 0.0) {
-                p_nw[i] += ps.samples;
-                p_w[i] += ps.samples * ps.watts;
-            }
+            bench_power_add(&pw[i], &ps);
             if (failed) {
                 /* a failed call must not have broken the context */
                 CUDA_CHECK(cudaGetLastError());
@@ -553,10 +548,10 @@ static void run_config(bench *b, const method *const *list, int n)
         }
         if (i == 0)
             matmul_ms = r->median_ms;
-        r->power_samples = p_n[i];
-        r->sm_mhz = p_n[i] ? p_mhz[i] / p_n[i] : 0.0;
-        r->capped = p_n[i] ? p_cap[i] / p_n[i] : 0.0;
-        r->watts = p_nw[i] ? p_w[i] / p_nw[i] : -1.0;
+        r->power_samples = pw[i].samples;
+        r->sm_mhz = pw[i].sm_mhz;
+        r->capped = pw[i].capped;
+        r->watts = pw[i].watts;
     }
     for (int i = 0; i < n; ++i) {
         rows[i].matmul_ms = matmul_ms;

@@ -220,7 +220,7 @@ void bench_power_begin(bench_power *p)
 
 bench_power_stats bench_power_end(bench_power *p)
 {
-    bench_power_stats s = {0, 0.0, -1.0, 0.0, 0};
+    bench_power_stats s = {0, 0.0, -1.0, 0, 0.0, 0};
     if (!p)
         return s;
     pthread_mutex_lock(&p->lock);
@@ -230,9 +230,26 @@ bench_power_stats bench_power_end(bench_power *p)
         s.sm_mhz = p->sum_mhz / (double)p->n;
         s.capped = (double)p->n_capped / (double)p->n;
     }
+    s.power_samples = (int)p->n_power;
     if (p->n_power > 0)
         s.watts = p->sum_w / (double)p->n_power;
     s.instant = p->instant;
     pthread_mutex_unlock(&p->lock);
     return s;
+}
+
+void bench_power_add(bench_power_stats *sum, const bench_power_stats *w)
+{
+    const int n = sum->samples + w->samples, np = sum->power_samples + w->power_samples;
+    if (n > 0) {
+        sum->sm_mhz = (sum->sm_mhz * sum->samples + w->sm_mhz * w->samples) / n;
+        sum->capped = (sum->capped * sum->samples + w->capped * w->samples) / n;
+    }
+    if (np > 0)
+        sum->watts = ((sum->power_samples ? sum->watts * sum->power_samples : 0.0) +
+                      (w->power_samples ? w->watts * w->power_samples : 0.0)) /
+                     np;
+    sum->samples = n;
+    sum->power_samples = np;
+    sum->instant |= w->instant;
 }

@@ -18,11 +18,12 @@
 typedef struct bench_power bench_power;
 
 typedef struct bench_power_stats {
-    int samples;      /* 0: nothing was read (no NVML, or too short a window) */
-    double sm_mhz;    /* mean SM clock */
-    double watts;     /* mean board power; < 0 when the driver reports none */
-    double capped;    /* fraction of the samples with a power-cap reason set */
-    int instant;      /* watts are instantaneous readings (else NVML's average) */
+    int samples;       /* 0: nothing was read (no NVML, or too short a window) */
+    double sm_mhz;     /* mean SM clock */
+    double watts;      /* mean board power; < 0 when the driver reports none */
+    int power_samples; /* the readings with a power value (watts' weight) */
+    double capped;     /* fraction of the samples with a power-cap reason set */
+    int instant;       /* watts are instantaneous readings (else NVML's average) */
 } bench_power_stats;
 
 /* The sampler for the CUDA device `device`; NULL (with the reason in `why`,
@@ -34,5 +35,8 @@ void bench_power_stop(bench_power *p);
 void bench_power_begin(bench_power *p);
 /* ... until now; the window's readings.  NULL p: samples = 0. */
 bench_power_stats bench_power_end(bench_power *p);
+/* Fold window w into sum (one method's rounds): the means of all their
+ * readings.  A sum starts as bench_power_end(NULL). */
+void bench_power_add(bench_power_stats *sum, const bench_power_stats *w);
 
 #endif
