@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The device call that made this folder (one H200; `bash run.sh 1`), from
+# the repository root with carry ["carry-bin", ".deps"]: carry-bin/all.txz
+# packed by `bench/tools/carry_pack.sh /tmp/b-full /tmp/base-tree2`, the
+# first the build of this change, the second 07b52b1's benchmarks.
+set -u
+source bench/tools/device_env.sh
+A=/tmp/base-tree2/bench
+TR=$(ls $B/bench/libfs_kernel_trace.so 2>/dev/null || ls $B/libfs_kernel_trace.so)
+trace() { # NAME BIN ARGS...: a kernel timeline of one run
+  local name=$1 bin=$2
+  shift 2
+  FS_TRACE_OUT=$O/trace/$name.txt CUDA_INJECTION64_PATH=$TR timeout 150 $bin "$@" > $O/trace/$name.bench.txt 2>&1
+  gzip -f $O/trace/$name.txt
+}
+mkdir -p $O/trace
+case "${1:-1}" in
+1)
+# the lists and records loaded beside the descriptor: initcheck and memcheck
+# of the filter and tree tests (every filtered path, rows that do not
+# filter or fail among them), then kernel timelines against 07b52b1
+S=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+(cd $B/tests && for t in initcheck memcheck; do
+  FS_GPU_TEST_SMALL=1 timeout 200 $S --tool $t --error-exitcode 9 ./test_gpu_filter > $O/san_${t}_filter.txt 2>&1; echo "rc=$?" >> $O/san_${t}_filter.txt
+  FS_GPU_TEST_SMALL=1 timeout 200 $S --tool $t --error-exitcode 9 ./test_gpu_tree > $O/san_${t}_tree.txt 2>&1; echo "rc=$?" >> $O/san_${t}_tree.txt
+done)
+el sanitizers
+for r in 1 2 3; do
+  for v in base new; do
+    BIN=$A; [ $v = new ] && BIN=$B/bench
+    trace filt_${v}_$r $BIN/filter_bench --shapes 151936x4096,128256x8192 --rows 1,16,48,64 --logits 1 --rounds 1 --reps 10
+  done
+done
+el trace
+;;
+esac
+tar czf $OUT/out.tgz -C $O .
