@@ -20,6 +20,10 @@
 #          errors), e.g. one launch of the scan with some metrics:
 #          ncu_csv ncu/a.csv 60 --clock-control base -k regex:fshr_scan -c 1 \
 #            --metrics gpu__time_duration.sum $B/bench/flashspec_bench --rows 512
+#   ktrace NAME SECONDS COMMAND...
+#          a kernel timeline of COMMAND (bench/tools/kernel_trace.c, built in
+#          $B) in $O/trace/NAME.txt.gz, COMMAND's own output in
+#          $O/trace/NAME.bench.txt; bench/tools/kernel_trace_table.py reads it
 T0=$(date +%s)
 O=/tmp/o
 # shellcheck disable=SC2034  # B is read by the sourcing script
@@ -41,6 +45,15 @@ ncu_csv() {
     n=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
     mkdir -p "$(dirname "$O/$file")"
     timeout "$secs" "$n" --csv "$@" >"$O/$file" 2>&1
+}
+ktrace() {
+    local name=$1 secs=$2 lib
+    shift 2
+    lib=$(ls "$B/bench/libfs_kernel_trace.so" 2>/dev/null || ls "$B/libfs_kernel_trace.so")
+    mkdir -p "$O/trace"
+    FS_TRACE_OUT="$O/trace/$name.txt" CUDA_INJECTION64_PATH="$lib" timeout "$secs" "$@" \
+        >"$O/trace/$name.bench.txt" 2>&1
+    gzip -f "$O/trace/$name.txt"
 }
 bash bench/tools/carry_unpack.sh >/dev/null
 export LD_LIBRARY_PATH=/tmp/fs_deps/usr/lib/x86_64-linux-gnu:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64

@@ -7,14 +7,6 @@
 set -u
 source bench/tools/device_env.sh
 A=/tmp/base-tree/bench
-TR=$(ls $B/bench/libfs_kernel_trace.so 2>/dev/null || ls $B/libfs_kernel_trace.so)
-trace() { # NAME BIN ARGS...: a kernel timeline of one run
-  local name=$1 bin=$2
-  shift 2
-  FS_TRACE_OUT=$O/trace/$name.txt CUDA_INJECTION64_PATH=$TR timeout 150 $bin "$@" > $O/trace/$name.bench.txt 2>&1
-  gzip -f $O/trace/$name.txt
-}
-mkdir -p $O/trace
 case "${1:-1}" in
 1)
 # every GPU test on the split merge
@@ -25,8 +17,8 @@ for r in 1 2; do
   [ $r = 2 ] && [ $(($(date +%s) - T0)) -gt 400 ] && break # the call's 600 s
   for v in base new; do
     BIN=$A; [ $v = new ] && BIN=$B/bench
-    trace filt_${v}_$r $BIN/filter_bench --shapes 151936x4096,128256x8192 --rows 1,16,64 --logits 1 --rounds 1 --reps 10
-    trace ops_${v}_$r $BIN/flashspec_bench --shapes 151936x4096 --rows 1,4,16,64,256 --requests 1,16 --rounds 1 --reps 10 --warmup 3
+    ktrace filt_${v}_$r 150 $BIN/filter_bench --shapes 151936x4096,128256x8192 --rows 1,16,64 --logits 1 --rounds 1 --reps 10
+    ktrace ops_${v}_$r 150 $BIN/flashspec_bench --shapes 151936x4096 --rows 1,4,16,64,256 --requests 1,16 --rounds 1 --reps 10 --warmup 3
     el "trace $v $r"
   done
 done
