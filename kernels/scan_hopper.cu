@@ -78,6 +78,13 @@
 #include "scan_prep.cuh"
 #include "wgmma.cuh"
 
+/* Timing probe (docs/TUNING.md): FSH_PROBE_NO_LISTS=1 leaves the filtered
+   rows' candidate lists empty -- their blocks push the record alone -- to
+   price the lists' share of the filtered scan (wrong filtered results). */
+#ifndef FSH_PROBE_NO_LISTS
+#define FSH_PROBE_NO_LISTS 0
+#endif
+
 namespace fsh {
 
 using namespace fshp;
@@ -543,7 +550,7 @@ __device__ __forceinline__ void epi_block(Epi &e, const float *epi, int rr, int 
        same results, and no i < n test of their own, which the compiler kept
        as 16 bits of a register, rebuilt every block and unpacked by each
        push */
-    if (FILT && e.filt)
+    if (FILT && e.filt && !FSH_PROBE_NO_LISTS)
         fs_cand_push_block(&e.cl, (int32_t)g0, s);
     if (a.tree_rows)
         fs_tree_scan_block(&e.rec, e.d, a.tree_rows + e.row,
