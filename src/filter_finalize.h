@@ -17,16 +17,34 @@
 #include "fs_hd.h"
 #include "record.h"
 
-/* Row status of one request's filter parameters (NULL arrays are off). */
+/* A request's filter parameters as read: top-k, top-p, min-p (NULL arrays
+ * read as off). */
+typedef struct fs_filter_params {
+    int32_t k;
+    float p, m;
+} fs_filter_params;
+
+FS_HD fs_filter_params fs_filter_params_read(const int32_t *top_k, const float *top_p,
+                                             const float *min_p, int64_t r)
+{
+    fs_filter_params q;
+    q.k = top_k ? top_k[r] : 0;
+    q.p = top_p ? top_p[r] : 1.0f;
+    q.m = min_p ? min_p[r] : 0.0f;
+    return q;
+}
+
+/* Row status of one request's filter parameters. */
+FS_HD int32_t fs_filter_status_of(fs_filter_params q)
+{
+    const int bad = q.k < 0 || !(q.p > 0.0f && q.p <= 1.0f) || !(q.m >= 0.0f && q.m < 1.0f);
+    return bad ? FS_ROW_BAD_FILTER : FS_ROW_OK;
+}
+
 FS_HD int32_t fs_filter_status(const int32_t *top_k, const float *top_p, const float *min_p,
                                int64_t r)
 {
-    /* all three read before any is tested: on the GPU one DRAM round trip
-       in front of the scan instead of one a parameter */
-    const int32_t k = top_k ? top_k[r] : 0;
-    const float p = top_p ? top_p[r] : 1.0f, m = min_p ? min_p[r] : 0.0f;
-    const int bad = k < 0 || !(p > 0.0f && p <= 1.0f) || !(m >= 0.0f && m < 1.0f);
-    return bad ? FS_ROW_BAD_FILTER : FS_ROW_OK;
+    return fs_filter_status_of(fs_filter_params_read(top_k, top_p, min_p, r));
 }
 
 /* What the scan and the finalizer need to know about a row's filters. */
@@ -37,22 +55,26 @@ typedef struct fs_filter_desc {
     uint32_t active; /* some filter is on and the row samples (not greedy) */
 } fs_filter_desc;
 
-/* Descriptor of a row of request r whose parameters passed fs_filter_status;
- * greedy rows never filter (the argmax survives every filter). */
+/* Descriptor of a row whose request's parameters q passed
+ * fs_filter_status_of; greedy rows never filter (the argmax survives every
+ * filter). */
+FS_HD fs_filter_desc fs_filter_desc_of(fs_filter_params q, int64_t global_vocab,
+                                       const fs_row_desc *d)
+{
+    fs_filter_desc f;
+    f.top_k = q.k > 0 && (int64_t)q.k < global_vocab ? q.k : 0;
+    f.top_p = q.p < 1.0f ? q.p : 1.0f;
+    f.log_min_p = q.m > 0.0f ? logf(q.m) : -INFINITY;
+    f.active = (d->flags & FS_ROWF_VALID) && !(d->flags & FS_ROWF_GREEDY) &&
+               (f.top_k > 0 || f.top_p < 1.0f || q.m > 0.0f);
+    return f;
+}
+
 FS_HD fs_filter_desc fs_filter_desc_make(const int32_t *top_k, const float *top_p,
                                          const float *min_p, int64_t r, int64_t global_vocab,
                                          const fs_row_desc *d)
 {
-    fs_filter_desc f;
-    int32_t k = top_k ? top_k[r] : 0;
-    float p = top_p ? top_p[r] : 1.0f;
-    float mp = min_p ? min_p[r] : 0.0f;
-    f.top_k = k > 0 && (int64_t)k < global_vocab ? k : 0;
-    f.top_p = p < 1.0f ? p : 1.0f;
-    f.log_min_p = mp > 0.0f ? logf(mp) : -INFINITY;
-    f.active = (d->flags & FS_ROWF_VALID) && !(d->flags & FS_ROWF_GREEDY) &&
-               (f.top_k > 0 || f.top_p < 1.0f || mp > 0.0f);
-    return f;
+    return fs_filter_desc_of(fs_filter_params_read(top_k, top_p, min_p, r), global_vocab, d);
 }
 
 /* A resolved kept set: the finite scores s with s >= threshold and

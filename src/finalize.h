@@ -48,21 +48,32 @@ FS_HD fs_row_desc fs_row_desc_skip(void)
     return d;
 }
 
-/* Row r of fs_sample (request r at position 0) as the CUDA prep builds it,
- * and the request's status before the scan; temperature NULL: a row of
- * fs_draft_argmax (greedy, no parameters).  offset may be NULL (all 0). */
-FS_HD fs_row_desc fs_row_desc_sample(const float *temperature, const uint64_t *seed,
-                                     const uint64_t *offset, int64_t r, int32_t *status)
+/* Row r of fs_sample (request r at position 0) from its temperature t,
+ * seed and offset as read (has_t 0: a row of fs_draft_argmax, greedy, no
+ * parameters), and the request's status before the scan. */
+FS_HD fs_row_desc fs_row_desc_sample_of(int has_t, float t, uint64_t seed, uint64_t offset,
+                                        int64_t r, int32_t *status)
 {
-    if (!temperature) {
+    if (!has_t) {
         *status = FS_ROW_OK;
         return fs_row_desc_make(0.0f, 0, 0, 0, -1, -1, (int32_t)r);
     }
-    const float t = temperature[r];
     *status = fs_temperature_status(t);
     return *status != FS_ROW_OK ? fs_row_desc_skip()
-                                : fs_row_desc_make(t, seed[r], offset ? offset[r] : 0, 0, -1, -1,
-                                                   (int32_t)r);
+                                : fs_row_desc_make(t, seed, offset, 0, -1, -1, (int32_t)r);
+}
+
+/* The same from the parameter arrays (temperature NULL: fs_draft_argmax;
+ * offset may be NULL, all 0). */
+FS_HD fs_row_desc fs_row_desc_sample(const float *temperature, const uint64_t *seed,
+                                     const uint64_t *offset, int64_t r, int32_t *status)
+{
+    if (!temperature)
+        return fs_row_desc_sample_of(0, 0.0f, 0, 0, r, status);
+    const float t = temperature[r];
+    if (fs_temperature_status(t) != FS_ROW_OK)
+        return fs_row_desc_sample_of(1, t, 0, 0, r, status);
+    return fs_row_desc_sample_of(1, t, seed[r], offset ? offset[r] : 0, r, status);
 }
 
 /* Status of a row whose scan finished: the record decides. */
