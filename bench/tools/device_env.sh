@@ -24,6 +24,9 @@
 #          a kernel timeline of COMMAND (bench/tools/kernel_trace.c, built in
 #          $B) in $O/trace/NAME.txt.gz, COMMAND's own output in
 #          $O/trace/NAME.bench.txt; bench/tools/kernel_trace_table.py reads it
+#   ktrace_rounds ROUNDS "ARGS" NAME=BINARY ...
+#          ktrace of each BINARY with ARGS in turn (NAME_R, 150 s each),
+#          ROUNDS times: builds alternated inside one call
 T0=$(date +%s)
 O=/tmp/o
 # shellcheck disable=SC2034  # B is read by the sourcing script
@@ -54,6 +57,16 @@ ktrace() {
     FS_TRACE_OUT="$O/trace/$name.txt" CUDA_INJECTION64_PATH="$lib" timeout "$secs" "$@" \
         >"$O/trace/$name.bench.txt" 2>&1
     gzip -f "$O/trace/$name.txt"
+}
+ktrace_rounds() {
+    local rounds=$1 args=$2 r v
+    shift 2
+    for ((r = 1; r <= rounds; ++r)); do
+        for v in "$@"; do
+            # shellcheck disable=SC2086  # args are the benchmark's flags, split on purpose
+            ktrace "${v%%=*}_$r" 150 "${v#*=}" $args
+        done
+    done
 }
 bash bench/tools/carry_unpack.sh >/dev/null
 export LD_LIBRARY_PATH=/tmp/fs_deps/usr/lib/x86_64-linux-gnu:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64

@@ -17,12 +17,8 @@ S=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   FS_GPU_TEST_SMALL=1 timeout 200 $S --tool $t --error-exitcode 9 ./test_gpu_tree > $O/san_${t}_tree.txt 2>&1; echo "rc=$?" >> $O/san_${t}_tree.txt
 done)
 el sanitizers
-for r in 1 2 3; do
-  for v in base new; do
-    BIN=$A; [ $v = new ] && BIN=$B/bench
-    ktrace filt_${v}_$r 150 $BIN/filter_bench --shapes 151936x4096,128256x8192 --rows 1,16,48,64 --logits 1 --rounds 1 --reps 10
-  done
-done
+ktrace_rounds 3 "--shapes 151936x4096,128256x8192 --rows 1,16,48,64 --logits 1 --rounds 1 --reps 10" \
+  filt_base=$A/filter_bench filt_new=$B/bench/filter_bench
 el trace
 ;;
 esac

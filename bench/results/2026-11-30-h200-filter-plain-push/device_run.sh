@@ -18,11 +18,8 @@ el tests
   FS_GPU_TEST_SMALL=1 san $t san_${t}_test_gpu_filter.txt 200 ./test_gpu_filter
 done)
 el sanitizers
-ARGS="--shapes 151936x4096,128256x8192 --rows 1,16,48,64 --logits 1 --rounds 1 --reps 10"
-for r in 1 2 3; do
-  ktrace base_$r 150 $A/filter_bench $ARGS
-  ktrace new_$r 150 $B/bench/filter_bench $ARGS
-done
+ktrace_rounds 3 "--shapes 151936x4096,128256x8192 --rows 1,16,48,64 --logits 1 --rounds 1 --reps 10" \
+  base=$A/filter_bench new=$B/bench/filter_bench
 el trace
 OUT=$O/ab timeout 200 bash bench/tools/ab_rounds.sh -r 3 filt \
   "--shapes 151936x4096,128256x8192 --rows 1,16,48,64 --logits 1 --rounds 1 --reps 10" \
