@@ -317,6 +317,20 @@ typedef struct fs_prep_filters {
     unsigned int *flag_n;   /* rows handed to the second pass: zeroed by prep */
 } fs_prep_filters;
 
+#ifdef __CUDACC__
+/* A scanned row of a request whose filter parameters are q (read once per
+ * request, before the prep's stores): its filter descriptor into *fd, and
+ * FS_ROWF_FILTER in its flags when a filter is active.  The chain, tree
+ * and verify preps share it. */
+static __device__ __forceinline__ void fs_prep_filter_row(fs_filter_params q, int64_t global_vocab,
+                                                          fs_row_desc &d, fs_filter_desc *fd)
+{
+    *fd = fs_filter_desc_of(q, global_vocab, &d);
+    if (fd->active)
+        d.flags |= FS_ROWF_FILTER;
+}
+#endif
+
 /* What a prep kernel reads: the op's filter parameters from p and the
  * workspace pointers of w; all NULL when w is (the op does not filter). */
 static inline fs_prep_filters fs_prep_filters_of(const fs_sampling *p, const fs_prep_filters *w)

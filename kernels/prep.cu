@@ -14,16 +14,6 @@ static unsigned prep_blocks(int64_t n)
     return (unsigned)((n + FS_PREP_THREADS - 1) / FS_PREP_THREADS);
 }
 
-/* A scanned row of a request whose filter parameters are q: its filter
- * descriptor, and FS_ROWF_FILTER in its flags when a filter is active. */
-static __device__ __forceinline__ void filter_row(fs_filter_params q, int64_t global_vocab,
-                                                  fs_row_desc &d, fs_filter_desc *fd)
-{
-    *fd = fs_filter_desc_of(q, global_vocab, &d);
-    if (fd->active)
-        d.flags |= FS_ROWF_FILTER;
-}
-
 /* sample: row r = request r at position 0; argmax: greedy, no parameters. */
 __global__ void fs_prep_rows_kernel(int argmax, const float *__restrict__ temperature,
                                     const uint64_t *__restrict__ seed,
@@ -55,8 +45,8 @@ __global__ void fs_prep_rows_kernel(int argmax, const float *__restrict__ temper
     const float t = sampled ? temperature[r] : 0.0f;
     const uint64_t sd = sampled ? seed[r] : 0;
     const uint64_t off = sampled && offset ? offset[r] : 0;
-    const fs_filter_params q = f.fdescs ? fs_filter_params_read(f.top_k, f.top_p, f.min_p, r)
-                                        : fs_filter_params{0, 1.0f, 0.0f};
+    /* an op without filters has NULL parameter arrays: read as off */
+    const fs_filter_params q = fs_filter_params_read(f.top_k, f.top_p, f.min_p, r);
     int32_t st;
     fs_row_desc d = fs_row_desc_sample_of(sampled, t, sd, off, r, &st);
     if (f.fdescs) { /* sample only */
@@ -69,7 +59,7 @@ __global__ void fs_prep_rows_kernel(int argmax, const float *__restrict__ temper
     }
     pre_status[r] = st;
     if (f.fdescs)
-        filter_row(q, global_vocab, d, &f.fdescs[r]);
+        fs_prep_filter_row(q, global_vocab, d, &f.fdescs[r]);
     descs[r] = d;
 }
 
@@ -116,11 +106,10 @@ __global__ void fs_prep_verify_kernel(const int32_t *__restrict__ offsets,
         t = temperature[r];
         sd = seed[r];
         off = offset ? offset[r] : 0;
-        /* the filters' too, used from registers below (they were read
-           after the layout check's barrier, and again for each row after
-           stores that may alias them) */
-        if (f.fdescs)
-            fq = fs_filter_params_read(f.top_k, f.top_p, f.min_p, r);
+        /* the filters' too (NULL arrays: off), used from registers below
+           (they were read after the layout check's barrier, and again for
+           each row after stores that may alias them) */
+        fq = fs_filter_params_read(f.top_k, f.top_p, f.min_p, r);
     }
     int bad = 0;
     for (int64_t q = threadIdx.x; q < num_requests; q += blockDim.x)
@@ -154,7 +143,7 @@ __global__ void fs_prep_verify_kernel(const int32_t *__restrict__ offsets,
                             ? fs_verify_row_desc(drafts + begin, n, j, t, sd, off, (int32_t)r)
                             : fs_row_desc_skip();
         if (f.fdescs)
-            filter_row(fq, global_vocab, d, &f.fdescs[begin + r + j]);
+            fs_prep_filter_row(fq, global_vocab, d, &f.fdescs[begin + r + j]);
         descs[begin + r + j] = d;
     }
 }

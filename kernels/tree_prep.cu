@@ -160,6 +160,9 @@ __global__ void __launch_bounds__(FS_TREE_PREP_THREADS)
     const int lane = threadIdx.x & 31;
     for (int64_t r = first >> 5; r < num_requests; r += stride >> 5) { /* warp-uniform */
         const int64_t begin = offsets[r], n = offsets[r + 1] - begin;
+        /* the request's filter parameters (NULL arrays: off), read beside
+           its own and used from registers, as the chain preps do */
+        const fs_filter_params q = fs_filter_params_read(f.top_k, f.top_p, f.min_p, r);
         fs_tree_row *rr = tree_rows + begin + r;
         /* tokens and parents may be NULL when num_nodes is 0 */
         int32_t st = request_rows_warp(
@@ -167,7 +170,7 @@ __global__ void __launch_bounds__(FS_TREE_PREP_THREADS)
             max_children, global_vocab, temperature[r], seed[r], offset ? offset[r] : 0,
             (int32_t)r, rr, lane);
         if (st == FS_ROW_OK && f.fdescs) {
-            st = fs_filter_status(f.top_k, f.top_p, f.min_p, r);
+            st = fs_filter_status_of(q);
             for (int64_t j = lane; st != FS_ROW_OK && j <= n; j += 32)
                 skip_row(descs, tree_rows, begin + r + j);
             __syncwarp();
@@ -176,12 +179,8 @@ __global__ void __launch_bounds__(FS_TREE_PREP_THREADS)
             pre_status[r] = st;
         for (int64_t j = lane; j <= n; j += 32) {
             fs_row_desc d = rr[j].base;
-            if (f.fdescs) {
-                fs_filter_desc *fd = &f.fdescs[begin + r + j];
-                *fd = fs_filter_desc_make(f.top_k, f.top_p, f.min_p, r, global_vocab, &d);
-                if (fd->active)
-                    d.flags |= FS_ROWF_FILTER;
-            }
+            if (f.fdescs)
+                fs_prep_filter_row(q, global_vocab, d, &f.fdescs[begin + r + j]);
             descs[begin + r + j] = d;
         }
     }
