@@ -124,6 +124,10 @@ extern "C" void fs_cuda_context_knobs(fs_context *ctx, int fast_hbm)
        (241-256 by the chip, fs_hopper_pairs_128; 0: none; tests and A/B
        runs); unset: by the chip (cuda_ops.cu) */
     ctx->tile_pairs_min = env_count("FLASHSPEC_TILE_PAIRS_MIN", -1);
+    /* FLASHSPEC_TILE_GROUPS_MAX=n: the tile kernel's pairs in row groups
+       take 321-n rows where they pad fewer rows than the rows kernel (0:
+       none; tests and A/B runs); unset: by the chip (cuda_ops.cu) */
+    ctx->tile_groups_max = env_count("FLASHSPEC_TILE_GROUPS_MAX", -1);
     /* FLASHSPEC_HOPPER_ODD_PAIRS=0: an odd count (3+) of the rows kernel's
        row blocks runs unclustered instead of pairing all but its last block,
        and a single 192-row block unclustered instead of in pairs that share

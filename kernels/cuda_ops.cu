@@ -292,6 +292,11 @@ static fs_hopper_opts hopper_opts_for(const fs_context *ctx, fs_op op, int64_t D
                            : fs_hopper_pairs_min(ctx->hopper_rows_early, op == FS_OP_ARGMAX, D);
     o.pairs_128 = fs_hopper_pairs_128(ctx->hopper_rows_early,
                                       op == FS_OP_SAMPLE || op == FS_OP_VERIFY, D);
+    o.tile_groups_max = ctx->tile_groups_max >= 0 ? ctx->tile_groups_max
+                        : ctx->hopper_rows_min || !o.tile_pairs_min
+                            ? 0
+                            : fs_hopper_groups_max(ctx->hopper_rows_early,
+                                                   op == FS_OP_SAMPLE || op == FS_OP_VERIFY, D);
     o.odd_pairs = ctx->hopper_odd_pairs;
     o.row_block = ctx->hopper_row_block;
     o.ties_128 = ctx->hopper_rows_ties_128;

@@ -1,4 +1,5 @@
-/* Hopper (sm_90a) fused LM-head scan for up to 160 rows, 320 in pairs.
+/* Hopper (sm_90a) fused LM-head scan for up to 160 rows, 320 in pairs, 960
+ * in row groups of pairs.
  *
  *   logits^T = W . H^T, vocabulary = wgmma M, rows = wgmma N, K = D.
  *
@@ -49,6 +50,11 @@
  *              half of every W box for both (TMA multicast) and its own H,
  *              and a stage is refilled once both CTAs' MMA warps released
  *              it.  One record per (row, cluster).  No single launch.
+ *   row groups past 320 rows (up to fs_hopper_opts::tile_groups_max, where
+ *              they multiply fewer rows than the rows kernel): G groups of
+ *              up to 320 rows, cluster c taking group c % G on slot c / G,
+ *              so the G clusters of a slot run the same tiles side by side
+ *              and share W through the L2.  One record per (row, slot).
  *
  *   Other rows go to the rows-as-M kernel (scan_hopper_rows.cu).  The
  *   measured alternatives (cluster / TMA-multicast variants of this kernel
@@ -158,8 +164,9 @@ template <int... B> struct BnSet {
  * where the tile kernel runs. */
 using TileBns = BnSet<16, 32, 48, 64, 80, 96, 128, 144, 160>;
 /* The pairs' halves (pair_bn): 104-120 for 193-240 rows, which the 128-row
- * halves would pad by up to a third, and the EW blocks from 128. */
-using PairBns = BnSet<104, 112, 120, 128, 144, 160>;
+ * halves would pad by up to a third, and 128-160 in steps of 8, so that a
+ * half pads at most 7 rows (the single CTAs' EW blocks step by 16). */
+using PairBns = BnSet<104, 112, 120, 128, 136, 144, 152, 160>;
 
 /* Row blocks that only the pairs take. */
 constexpr bool pair_only_bn(int bn)
@@ -251,6 +258,8 @@ struct Args {
     int w_hint; /* W's L2 hint (enum fs_w_hint, resolved) */
     int argmax; /* the rows are draft argmax's (argmax_block) */
     int stage_tx; /* bytes a stage's TMA loads deliver (the H boxes hold only the live rows) */
+    int groups;   /* pairs: row groups of 2 BN rows, each on every slot (tile_slot); else 1 */
+    int slots;    /* pairs: slots (clusters a row group) */
     fs_tail_args tail;
     const fs_tree_row *tree_rows; /* tree verify only, else NULL (tree_scan.cuh) */
     float *tree_child_s;
@@ -259,15 +268,27 @@ struct Args {
 #if FSH_SM90A
 
 /* The CTA's first vocabulary tile and the stride of its tiles: a pair
- * (2-CTA cluster, blockIdx.x 2 c and 2 c + 1) scans the tiles of slot c
- * together, one half of the rows each; its records are (row, slot). */
-template <bool PAIR> __device__ __forceinline__ int tile_slot()
+ * (2-CTA cluster, blockIdx.x 2 c and 2 c + 1) scans the tiles of slot c /
+ * groups together, one half of the rows of its row group c % groups each
+ * (Args::groups; adjacent clusters, on the same tiles at the same time,
+ * share W through the L2); its records are (row, slot). */
+template <bool PAIR> __device__ __forceinline__ int tile_slot(int groups)
 {
-    return PAIR ? (int)(blockIdx.x >> 1) : (int)blockIdx.x;
+    return PAIR ? (int)(blockIdx.x >> 1) / groups : (int)blockIdx.x;
 }
-template <bool PAIR> __device__ __forceinline__ int tile_slots()
+template <bool PAIR> __device__ __forceinline__ int tile_slots(int slots)
 {
-    return PAIR ? (int)(gridDim.x >> 1) : (int)gridDim.x;
+    /* a kernel parameter, not gridDim.x / 2 / groups: read again where it
+       is used, it holds no register through the tile loops.  (The 144- and
+       160-row pair kernels spill 4 bytes all the same: the row group's
+       index, stored once before the epilogue warps' tile loop and loaded
+       once after it.) */
+    return PAIR ? slots : (int)gridDim.x;
+}
+/* The CTA's first row: in a pair, its half of its cluster's row group. */
+template <bool PAIR, int BN> __device__ __forceinline__ int row0(int groups)
+{
+    return PAIR ? ((int)(blockIdx.x >> 1) % groups * 2 + (int)(blockIdx.x & 1u)) * BN : 0;
 }
 
 /* barrier.sync without .aligned: BAR_FREE and BAR_FULL are reached at
@@ -705,7 +726,7 @@ __device__ __forceinline__ void ew_mma(const Args &a, uint32_t sW, uint32_t sH, 
         acc[i] = 0.0f;
     int s = 0;
     uint32_t ph = 0;
-    for (int vt = tile_slot<PAIR>(); vt < a.n_items; vt += tile_slots<PAIR>()) {
+    for (int vt = tile_slot<PAIR>(a.groups); vt < a.n_items; vt += tile_slots<PAIR>(a.slots)) {
         mma_tile<BN, BF16, PAIR>(acc, sW, sH, sBar, a.kblocks, ct >> 7, ct & 31, s, ph,
                                  [](int) {});
         ew_bar<BN>(BAR_FREE);
@@ -743,7 +764,7 @@ __device__ __forceinline__ void ew_epilogue(const Args &a, const float *epi, uns
         single ? fs_scan_prep_layout(a.tail, a.rows, 0, 1, 0, nullptr) : FS_ROW_OK;
     const int w = ct >> 5, lane = ct & 31;
     const int t0 = w * X::T, t1 = t0 + X::T < X::TASKS ? t0 + X::T : X::TASKS;
-    const int64_t r0 = PAIR ? (int64_t)(blockIdx.x & 1u) * BN : 0;
+    const int64_t r0 = row0<PAIR, BN>(a.groups);
     Epi es[X::NS];
     int lr[X::NS], fb[X::NS], fe[X::NS]; /* row in the buffer, its blocks fb .. fe - 1 here */
 #pragma unroll
@@ -768,7 +789,7 @@ __device__ __forceinline__ void ew_epilogue(const Args &a, const float *epi, uns
     }
     if (single && blockIdx.x == 0)
         fs_scan_prep_store(a.tail, layout, a.rows, a.global_vocab, ct, EWT, nullptr);
-    for (int vt = tile_slot<PAIR>(); vt < a.n_items; vt += tile_slots<PAIR>()) {
+    for (int vt = tile_slot<PAIR>(a.groups); vt < a.n_items; vt += tile_slots<PAIR>(a.slots)) {
         ew_bar<BN>(BAR_FREE); /* done with the tile before */
         ew_bar<BN>(BAR_FULL);
         if constexpr (X::ROW) {
@@ -814,7 +835,7 @@ __device__ __forceinline__ void ew_epilogue(const Args &a, const float *epi, uns
 #pragma unroll
     for (int k = 0; k < X::NS; ++k)
         if (es[k].write)
-            a.recs[es[k].row * a.n_recs + tile_slot<PAIR>()] = es[k].rec;
+            a.recs[es[k].row * a.n_recs + tile_slot<PAIR>(a.groups)] = es[k].rec;
     if (single) {
         __threadfence(); /* the records, CTA 0's descriptors */
         single_launch_wait();
@@ -860,6 +881,7 @@ __global__ void __launch_bounds__(EW ? threads_ew(BN) : THREADS, 1)
         __syncthreads();
     const int KB = a.kblocks;
     const int rank = PAIR ? (int)(blockIdx.x & 1u) : 0;
+    const int hrow0 = row0<PAIR, BN>(a.groups); /* the first row of the CTA's H boxes */
 
     if (warp == PW) {
         /* ---------------- producer: one thread issues every TMA ---------- */
@@ -880,7 +902,7 @@ __global__ void __launch_bounds__(EW ? threads_ew(BN) : THREADS, 1)
             const uint64_t pol_h = policy_evict_last();
             int s = 0;
             uint32_t ph = 0;
-            for (int vt = tile_slot<PAIR>(); vt < a.n_items; vt += tile_slots<PAIR>()) {
+            for (int vt = tile_slot<PAIR>(a.groups); vt < a.n_items; vt += tile_slots<PAIR>(a.slots)) {
                 for (int kb = 0; kb < KB; ++kb) {
                     mbar_wait(FSH_EMPTY(s), ph ^ 1u);
                     mbar_expect_tx(FSH_FULL(s), (uint32_t)a.stage_tx);
@@ -898,7 +920,7 @@ __global__ void __launch_bounds__(EW ? threads_ew(BN) : THREADS, 1)
                             tma_load_w(sW + s * C::W_BYTES + h * C::WBOX, &tmw, k, vt * BM,
                                        FSH_FULL(s), a.w_hint, pol_w);
                         }
-                        tma_load_2d(sH + s * C::H_BYTES + h * C::HBOX, &tmh, k, rank * BN,
+                        tma_load_2d(sH + s * C::H_BYTES + h * C::HBOX, &tmh, k, hrow0,
                                     FSH_FULL(s), pol_h);
                     }
                     if (++s == C::STAGES) {
@@ -1156,14 +1178,32 @@ int64_t num_tiles(int64_t V_local)
     return (V_local + BM - 1) / BM;
 }
 
-/* A pair's half: the smallest of PairBns that holds half the rows.  96-row
- * halves (161-192 rows) were measured too: 3-12% slower than the rows
- * kernel's 192-row CTA for sample and verify on three shapes, draft argmax
- * even (bench/results/2026-11-29-h200-epilogue-instructions/); 104-row
- * ones at 176 rows 15-30% slower (bench/results/2026-11-30-h200-pair-halves/). */
+/* Row groups of pairs for `rows` rows: one up to 2 FS_HOPPER_TILE_MAX_ROWS,
+ * then as many as hold them in halves of at most FS_HOPPER_TILE_MAX_ROWS. */
+int pair_groups(int64_t rows)
+{
+    return (int)((rows + 2 * FS_HOPPER_TILE_MAX_ROWS - 1) / (2 * FS_HOPPER_TILE_MAX_ROWS));
+}
+
+/* A pair's half: the smallest of PairBns that holds half the rows of a
+ * group.  96-row halves (161-192 rows) were measured too: 3-12% slower
+ * than the rows kernel's 192-row CTA for sample and verify on three shapes,
+ * draft argmax even (bench/results/2026-11-29-h200-epilogue-instructions/);
+ * 104-row ones at 176 rows 15-30% slower
+ * (bench/results/2026-11-30-h200-pair-halves/). */
 int pair_bn(int64_t rows)
 {
-    return PairBns::holding((rows + 1) / 2, [](int) { return true; });
+    const int64_t g = 2 * pair_groups(rows);
+    return PairBns::holding((rows + g - 1) / g, [](int) { return true; });
+}
+
+/* The rows the rows kernel multiplies for `rows` rows: whole 128- or
+ * 192-row blocks, whichever pads fewer (fs_hopper_rows_block weighs more,
+ * but pads no fewer). */
+int64_t rows_kernel_padded(int64_t rows)
+{
+    const int64_t a = (rows + 127) / 128 * 128, b = (rows + 191) / 192 * 192;
+    return a < b ? a : b;
 }
 
 int pair_slots(int bn)
@@ -1186,14 +1226,24 @@ bool pairs_gap(int64_t rows, const fs_hopper_opts *opts)
  * holds their clusters. */
 bool wants_pairs(int64_t rows, const fs_hopper_opts *opts)
 {
-    return rows > FS_HOPPER_TILE_MAX_ROWS && rows <= 2 * FS_HOPPER_TILE_MAX_ROWS &&
-           !pairs_gap(rows, opts) && opts && opts->tile_pairs_min > 0 &&
-           rows >= opts->tile_pairs_min && !opts->no_epi_wg && !opts->cands &&
-           opts->kernel != FS_HOPPER_ROWS;
+    if (rows <= FS_HOPPER_TILE_MAX_ROWS || !opts || opts->no_epi_wg || opts->cands ||
+        opts->kernel == FS_HOPPER_ROWS)
+        return false;
+    if (rows <= 2 * FS_HOPPER_TILE_MAX_ROWS)
+        return !pairs_gap(rows, opts) && opts->tile_pairs_min > 0 && rows >= opts->tile_pairs_min;
+    /* several row groups: where they multiply fewer rows than the rows kernel */
+    return opts->tile_groups_max > 0 && rows <= opts->tile_groups_max &&
+           2 * pair_groups(rows) * pair_bn(rows) < rows_kernel_padded(rows);
+}
+/* Pairs a row group (the slots of the launch): as many as the device holds
+ * at once, in equal shares of the groups. */
+int pair_slots_per_group(int64_t rows)
+{
+    return pair_slots(pair_bn(rows)) / pair_groups(rows);
 }
 bool use_pairs(int64_t rows, const fs_hopper_opts *opts)
 {
-    return wants_pairs(rows, opts) && pair_slots(pair_bn(rows)) > 0;
+    return wants_pairs(rows, opts) && pair_slots_per_group(rows) > 0;
 }
 
 /* The smallest row block the EW kernels take under opts (INT_MAX: none). */
@@ -1328,6 +1378,33 @@ extern "C" int64_t fs_hopper_pairs_min(int fast_hbm, int argmax, int64_t D)
     return argmax && D > 5120 ? 2 * 128 + 1 : 193;
 }
 
+/* H200, the pairs in row groups against the rows kernel, each forced, in
+ * one process (bench/results/2026-11-30-h200-pair-groups/, two calls of two
+ * alternated rounds), at row counts where the groups multiply fewer rows:
+ * two and three groups (400-864 rows; verify of 80-160 requests) faster in
+ * every cell on 151936 x 4096, 128256 x 8192 and 262144 x 3072 but two
+ * (sample of 528 rows and verify of 106 requests on the second, even and
+ * 1.5% slower): sample of 400 rows 1.00-1.03 -> 0.87 ms on the first,
+ * 1.67-1.68 -> 1.40-1.46 on the second, verify of 160 requests 1.93-1.96
+ * -> 1.70-1.72 on the first, draft argmax of 800 rows 2.94-2.95 -> 2.65-2.67
+ * on the second; DRAM reads W once (ncu).  Four groups (1040-1088 rows, 64
+ * of the 66 clusters) mixed: draft argmax 3-7% faster, sample of 1040-1088
+ * rows 1-2% slower on the first.  Trees: 528 rows even (1% faster on the
+ * first, 1-2% slower on the second), 1040 rows in four groups 10% slower on
+ * the first.  A third call, the default against the build before at 400-900
+ * rows: sample and verify 2-17% faster or even in every cell (verify of 176
+ * requests on 151936 x 4096 2.01 -> 1.70 ms), draft argmax 3-12% faster at
+ * 400, 600 and 900 rows but 2-17% slower at 464 rows and 4-6% at 700 on
+ * 151936 x 4096 (120-row halves; the rows kernel's draft argmax, without
+ * the sampling epilogue, loses only its padding).  So two and three groups
+ * (up to 960 rows) for sample and verify; draft argmax and trees keep the
+ * rows kernel past 320 rows.  An H100 is not measured. */
+extern "C" int64_t fs_hopper_groups_max(int fast_hbm, int sample_verify, int64_t D)
+{
+    (void)D;
+    return fast_hbm && sample_verify ? 3 * 2 * FS_HOPPER_TILE_MAX_ROWS : 0;
+}
+
 /* H200, 241-256 rows, the pairs' 128-row halves against the rows kernel's
  * two clustered 128-row blocks in one process
  * (bench/results/2026-11-30-h200-pair-halves/, calls 2 and 7, four
@@ -1442,8 +1519,8 @@ extern "C" int64_t fs_hopper_records_per_row(int64_t V_local, int64_t rows, int 
         return 0;
     if (fs_hopper_kernel_for(rows, opts) == FS_HOPPER_TILE) {
         const int64_t nt = fsh::num_tiles(V_local);
-        /* pairs: one record a cluster */
-        const int64_t slots = fsh::use_pairs(rows, opts) ? fsh::pair_slots(fsh::pair_bn(rows))
+        /* pairs: one record a slot (its row group's cluster) */
+        const int64_t slots = fsh::use_pairs(rows, opts) ? fsh::pair_slots_per_group(rows)
                                                          : sm_count;
         return nt < slots ? nt : slots;
     }
@@ -1510,6 +1587,7 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
                    D, tail); /* kblocks: per 64-wide box; launch() makes it per stage */
     a.n_recs = n_recs;
     a.n_items = (int)num_tiles(V_local);
+    a.groups = pair ? pair_groups(rows) : 1;
     a.cands = opts ? opts->cands : nullptr;
     a.tree_rows = tree_rows;
     a.tree_child_s = tree_rows ? opts->tree_child_s : nullptr;
@@ -1523,7 +1601,8 @@ extern "C" int fs_hopper_scan_launch_ex(const void *W, const void *H, int is_bf1
     if ((e = make_map(&tw, W, is_bf16, D, V_local, pair ? BM / 2 : BM, plain ? 0 : 256)) !=
         cudaSuccess)
         return (int)e;
-    const int grid = (int)n_recs;
+    const int grid = (int)n_recs * a.groups; /* pairs: clusters */
+    a.slots = (int)n_recs;
     /* the pairs' halves from PairBns, single CTAs' blocks from TileBns */
     const auto go = [&](auto b) {
         return launch<decltype(b)::value>(tw, H, is_bf16, D, rows, a, grid, ew, pair, device,

@@ -111,6 +111,9 @@ typedef struct fs_hopper_opts {
                                  without filters (241-256 only with pairs_128); 0 =
                                  never (scan_hopper.cu) */
     int pairs_128;            /* the pairs take 241-256 rows too, in 128-row halves */
+    int64_t tile_groups_max;  /* pairs past 320 rows: row groups of up to 320 rows, each
+                                 on every slot, up to this many rows where they multiply
+                                 fewer rows than the rows kernel; 0 = never */
     int argmax_only;          /* the rows are fs_draft_argmax's: only the max and its id are
                                  read (the rows kernel then skips the exponentials) */
     const fs_tail_args *tail; /* the op's end, run by the last CTA (op_tail.cuh); NULL: the
@@ -154,6 +157,12 @@ void fs_hopper_rows_span_ew80(int64_t D, int64_t *rows_min, int64_t *rows_max);
  * never), on a chip whose memory outpaces an H100's (fast_hbm) or not, for
  * draft argmax (argmax) or another op on an LM head of hidden size D. */
 int64_t fs_hopper_pairs_min(int fast_hbm, int argmax, int64_t D);
+
+/* The most rows the tile kernel's pairs take in row groups past 320 rows
+ * (fs_hopper_opts::tile_groups_max; 0: never) on a chip whose memory
+ * outpaces an H100's (fast_hbm) or not, for sample or verify
+ * (sample_verify) or another op on an LM head of hidden size D. */
+int64_t fs_hopper_groups_max(int fast_hbm, int sample_verify, int64_t D);
 
 /* Whether the pairs take 241-256 rows as well (fs_hopper_opts::pairs_128)
  * on such a chip, for sample or verify (sample_verify) or another op, on an

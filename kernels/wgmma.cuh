@@ -36,6 +36,8 @@ namespace fshp {
 /* half pieces (4 registers) for widths of 8 mod 16 past 96 */
 #define FSW_H6 "%48, %49, %50, %51"
 #define FSW_H7 "%56, %57, %58, %59"
+#define FSW_H8 "%64, %65, %66, %67"
+#define FSW_H9 "%72, %73, %74, %75"
 
 #define FSW_C(k)                                                                                  \
     "+f"(d[8 * (k)]), "+f"(d[8 * (k) + 1]), "+f"(d[8 * (k) + 2]), "+f"(d[8 * (k) + 3]),           \
@@ -94,11 +96,21 @@ FSW_DEFINE(128, "m64n128k16",
                   ", " FSW_S7,
            "%64", "%65", "%66", FSW_C(0), FSW_C(1), FSW_C(2), FSW_C(3), FSW_C(4), FSW_C(5),
            FSW_C(6), FSW_C(7))
+FSW_DEFINE(136, "m64n136k16",
+           FSW_S0 ", " FSW_S1 ", " FSW_S2 ", " FSW_S3 ", " FSW_S4 ", " FSW_S5 ", " FSW_S6
+                  ", " FSW_S7 ", " FSW_H8,
+           "%68", "%69", "%70", FSW_C(0), FSW_C(1), FSW_C(2), FSW_C(3), FSW_C(4), FSW_C(5),
+           FSW_C(6), FSW_C(7), FSW_CH(8))
 FSW_DEFINE(144, "m64n144k16",
            FSW_S0 ", " FSW_S1 ", " FSW_S2 ", " FSW_S3 ", " FSW_S4 ", " FSW_S5 ", " FSW_S6
                   ", " FSW_S7 ", " FSW_S8,
            "%72", "%73", "%74", FSW_C(0), FSW_C(1), FSW_C(2), FSW_C(3), FSW_C(4), FSW_C(5),
            FSW_C(6), FSW_C(7), FSW_C(8))
+FSW_DEFINE(152, "m64n152k16",
+           FSW_S0 ", " FSW_S1 ", " FSW_S2 ", " FSW_S3 ", " FSW_S4 ", " FSW_S5 ", " FSW_S6
+                  ", " FSW_S7 ", " FSW_S8 ", " FSW_H9,
+           "%76", "%77", "%78", FSW_C(0), FSW_C(1), FSW_C(2), FSW_C(3), FSW_C(4), FSW_C(5),
+           FSW_C(6), FSW_C(7), FSW_C(8), FSW_CH(9))
 FSW_DEFINE(160, "m64n160k16",
            FSW_S0 ", " FSW_S1 ", " FSW_S2 ", " FSW_S3 ", " FSW_S4 ", " FSW_S5 ", " FSW_S6
                   ", " FSW_S7 ", " FSW_S8 ", " FSW_S9,

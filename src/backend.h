@@ -74,6 +74,9 @@ struct fs_context {
     int64_t tile_pairs_min;  /* the tile kernel in 2-CTA pairs from this many rows (up to
                                 320; 241-256 by fs_hopper_pairs_128); 0: never, -1:
                                 by the chip (fs_hopper_pairs_min) */
+    int64_t tile_groups_max; /* the tile kernel's pairs in row groups past 320 rows, up to
+                                this many rows; 0: never, -1: by the chip
+                                (fs_hopper_groups_max) */
     int hopper_odd_pairs;    /* the rows kernel pairs an odd count of row blocks */
     int hopper_row_block;    /* the rows kernel's rows per CTA (128 / 192); 0: automatic */
     int hopper_rows_ties_128; /* where 128 and 192 rows pad as many, the automatic row

@@ -230,6 +230,11 @@ static void test_fused_bf16(void **state)
         /* rows kernel with 3 row blocks, the last half padding, several
            tiles per CTA; bias and mask */
         {1, FS_DTYPE_BF16, 20011, 200, 320, 1, 0},
+        /* under test_gpu_agree_groups (pairs in row groups past 320 rows):
+           400 rows in two groups of 104-row halves (the last half 88 rows)
+           with bias and mask, and verify of 100 requests (~450 rows) */
+        {1, FS_DTYPE_BF16, 6007, 264, 400, 1, 0},
+        {1, FS_DTYPE_BF16, 4001, 200, 100, 0, 0},
         /* rows kernel with one 192-row block (its third warpgroup partly
            padding), 3-4 tiles per CTA, more k-blocks than stages; bias and
            mask */
@@ -261,8 +266,11 @@ static void test_fused_f16(void **state)
         {1, FS_DTYPE_F16, 1000, 7, 1030, 0, 1},
         {1, FS_DTYPE_F16, 1000, 136, 64, 1, 0},
         {1, FS_DTYPE_F16, 2047, 1, 3, 0, 0},
-        /* under test_gpu_agree_pairs two 120-row halves (235 rows) */
+        /* under test_gpu_agree_pairs two 120-row halves (235 rows); under
+           test_gpu_agree_groups three row groups of 120-row halves (700
+           rows, the last half 100) */
         {1, FS_DTYPE_F16, 2003, 72, 235, 1, 0},
+        {1, FS_DTYPE_F16, 2003, 72, 700, 0, 1},
     };
     run_cases(cs, sizeof cs / sizeof cs[0]);
 }

@@ -536,6 +536,9 @@ static void test_fused(void **state)
         {1, FS_DTYPE_BF16, 4099, 136, SH_FIXED5, 30, 0},
         {1, FS_DTYPE_BF16, 3001, 100, SH_MIXED, 50, 0},
         {1, FS_DTYPE_F16, 6007, 264, SH_FIXED5, 50, 1}, /* 300 rows: 3 row blocks */
+        /* 408 rows: four 128-row blocks, under test_gpu_tree_groups two row
+           groups of pairs in 104-row halves (the last one 96 rows) */
+        {1, FS_DTYPE_BF16, 4099, 136, SH_FIXED5, 68, 0},
         /* fp16 head; fp32 head (SIMT scan) */
         {1, FS_DTYPE_F16, 3001, 136, SH_MIXED, 12, 1},
         {1, FS_DTYPE_F32, 1001, 33, SH_MIXED, 12, 1},

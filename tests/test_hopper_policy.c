@@ -26,7 +26,8 @@ enum { TILE = 1, ROWS = 2 };
 /* Every knob fs_cuda_context_knobs reads that moves a kernel choice. */
 static const char *const knobs[] = {
     "FLASHSPEC_HOPPER_ROWS_EARLY", "FLASHSPEC_HOPPER_ROWS_MIN", "FLASHSPEC_TILE_EPI_WG",
-    "FLASHSPEC_TILE_EW_MIN_ROWS", "FLASHSPEC_TILE_PAIRS_MIN", "FLASHSPEC_HOPPER_ROWS_TIE128",
+    "FLASHSPEC_TILE_EW_MIN_ROWS", "FLASHSPEC_TILE_PAIRS_MIN", "FLASHSPEC_TILE_GROUPS_MAX",
+    "FLASHSPEC_HOPPER_ROWS_TIE128",
     "FLASHSPEC_HOPPER_NO_MULTICAST", "FLASHSPEC_HOPPER_ODD_PAIRS", "FLASHSPEC_HOPPER_ROW_BLOCK",
     "FLASHSPEC_HOPPER_ROWS_JOBS", "FLASHSPEC_W_STREAM", "FLASHSPEC_W_HINT"};
 
@@ -90,9 +91,12 @@ static const fs_op all_ops[] = {FS_OP_SAMPLE, FS_OP_ARGMAX, FS_OP_VERIFY, FS_OP_
  * rows for every op but 97-128 rows where D > 5120, the rows kernel at
  * 161-192 rows, the pairs at 193-240 in 104-120-row halves (not draft
  * argmax where D > 5120), at 241-256 in 128-row halves for sample and
- * verify where D <= 5120 (else the rows kernel), the pairs at 257-320, the
- * rows kernel past them (fs_hopper_ew_min_fast_hbm,
- * fs_hopper_rows_span_ew80, fs_hopper_pairs_min, fs_hopper_pairs_128). */
+ * verify where D <= 5120 (else the rows kernel), the pairs at 257-320 in
+ * halves that step by 8 rows, past them the pairs in two or three row
+ * groups up to 960 rows where they pad fewer rows than the rows kernel
+ * (sample and verify), else the rows kernel (fs_hopper_ew_min_fast_hbm,
+ * fs_hopper_rows_span_ew80, fs_hopper_pairs_min, fs_hopper_pairs_128,
+ * fs_hopper_groups_max). */
 static void test_h200_defaults(void **state)
 {
     (void)state;
@@ -126,9 +130,32 @@ static void test_h200_defaults(void **state)
                 else
                     expect(&ctx, op, D, 241, 256, ROWS, 0, 0, 0);
             }
-            expect(&ctx, op, D, 257, 288, TILE, 144, 1, 1);
-            expect(&ctx, op, D, 289, 320, TILE, 160, 1, 1);
-            expect(&ctx, op, D, 321, 1024, ROWS, 0, 0, 0);
+            expect(&ctx, op, D, 257, 272, TILE, 136, 1, 1);
+            expect(&ctx, op, D, 273, 288, TILE, 144, 1, 1);
+            expect(&ctx, op, D, 289, 304, TILE, 152, 1, 1);
+            expect(&ctx, op, D, 305, 320, TILE, 160, 1, 1);
+            if (op == FS_OP_ARGMAX || op == FS_OP_VERIFY_TREE) {
+                expect(&ctx, op, D, 321, 1024, ROWS, 0, 0, 0);
+                continue;
+            }
+            /* pairs in two and three row groups where they pad fewer rows */
+            expect(&ctx, op, D, 321, 384, ROWS, 0, 0, 0);
+            expect(&ctx, op, D, 385, 416, TILE, 104, 1, 1);
+            expect(&ctx, op, D, 417, 448, TILE, 112, 1, 1);
+            expect(&ctx, op, D, 449, 480, TILE, 120, 1, 1);
+            expect(&ctx, op, D, 481, 512, ROWS, 0, 0, 0);
+            expect(&ctx, op, D, 513, 544, TILE, 136, 1, 1);
+            expect(&ctx, op, D, 545, 576, ROWS, 0, 0, 0);
+            expect(&ctx, op, D, 577, 608, TILE, 152, 1, 1);
+            expect(&ctx, op, D, 609, 640, ROWS, 0, 0, 0);
+            expect(&ctx, op, D, 641, 672, TILE, 112, 1, 1);
+            expect(&ctx, op, D, 673, 720, TILE, 120, 1, 1);
+            expect(&ctx, op, D, 721, 768, ROWS, 0, 0, 0);
+            expect(&ctx, op, D, 769, 816, TILE, 136, 1, 1);
+            expect(&ctx, op, D, 817, 864, TILE, 144, 1, 1);
+            expect(&ctx, op, D, 865, 896, ROWS, 0, 0, 0);
+            expect(&ctx, op, D, 897, 912, TILE, 152, 1, 1);
+            expect(&ctx, op, D, 913, 1024, ROWS, 0, 0, 0);
         }
 }
 
@@ -198,15 +225,40 @@ static void test_knobs(void **state)
         expect(&pairs, FS_OP_ARGMAX, 4096, 241, 256, ROWS, 0, 0, 0);
         expect(&pairs, FS_OP_SAMPLE, 4096, 241, 256, fast ? TILE : ROWS, fast ? 128 : 0, fast,
                fast);
-        expect(&pairs, FS_OP_VERIFY, 4096, 289, 320, TILE, 160, 1, 1);
-        expect(&pairs, FS_OP_VERIFY, 4096, 321, 400, ROWS, 0, 0, 0);
+        expect(&pairs, FS_OP_VERIFY, 4096, 289, 304, TILE, 152, 1, 1);
+        expect(&pairs, FS_OP_VERIFY, 4096, 305, 320, TILE, 160, 1, 1);
+        expect(&pairs, FS_OP_VERIFY, 4096, 321, 384, ROWS, 0, 0, 0);
         const fs_context no_pairs = ctx_for(fast, "FLASHSPEC_TILE_PAIRS_MIN=0");
         expect(&no_pairs, FS_OP_SAMPLE, 3072, 161, 400, ROWS, 0, 0, 0);
+        /* pairs in row groups of up to 320 rows, where they pad fewer rows
+           than the rows kernel's 128- or 192-row blocks */
+        const fs_context groups = ctx_for(fast, "FLASHSPEC_TILE_GROUPS_MAX=2560");
+        expect(&groups, FS_OP_SAMPLE, 4096, 321, 384, ROWS, 0, 0, 0);
+        expect(&groups, FS_OP_SAMPLE, 4096, 385, 416, TILE, 104, 1, 1);
+        expect(&groups, FS_OP_VERIFY, 3072, 449, 480, TILE, 120, 1, 1);
+        expect(&groups, FS_OP_ARGMAX, 4096, 481, 512, ROWS, 0, 0, 0);
+        expect(&groups, FS_OP_ARGMAX, 4096, 513, 544, TILE, 136, 1, 1);
+        expect(&groups, FS_OP_ARGMAX, 4096, 545, 576, ROWS, 0, 0, 0);
+        expect(&groups, FS_OP_VERIFY, 4096, 577, 608, TILE, 152, 1, 1);
+        expect(&groups, FS_OP_VERIFY, 4096, 609, 640, ROWS, 0, 0, 0);
+        expect(&groups, FS_OP_VERIFY_TREE, 8192, 641, 672, TILE, 112, 1, 1);
+        expect(&groups, FS_OP_VERIFY_TREE, 8192, 673, 720, TILE, 120, 1, 1);
+        expect(&groups, FS_OP_SAMPLE, 4096, 721, 768, ROWS, 0, 0, 0);
+        expect(&groups, FS_OP_SAMPLE, 4096, 769, 816, TILE, 136, 1, 1);
+        expect(&groups, FS_OP_SAMPLE, 4096, 817, 864, TILE, 144, 1, 1);
+        expect(&groups, FS_OP_SAMPLE, 4096, 961, 1024, ROWS, 0, 0, 0);
+        expect(&groups, FS_OP_SAMPLE, 4096, 1025, 1088, TILE, 136, 1, 1);
+        expect(&groups, FS_OP_SAMPLE, 4096, 1089, 1152, ROWS, 0, 0, 0);
+        const fs_context groups_700 = ctx_for(fast, "FLASHSPEC_TILE_GROUPS_MAX=700");
+        expect(&groups_700, FS_OP_SAMPLE, 4096, 449, 480, TILE, 120, 1, 1);
+        expect(&groups_700, FS_OP_SAMPLE, 4096, 701, 720, ROWS, 0, 0, 0);
     }
     const fs_context no_ew = ctx_for(1, "FLASHSPEC_TILE_EPI_WG=0");
     expect(&no_ew, FS_OP_SAMPLE, 4096, 65, 80, TILE, 80, 0, 0);
     expect(&no_ew, FS_OP_SAMPLE, 4096, 81, 1024, ROWS, 0, 0, 0);
     expect(&no_ew, FS_OP_ARGMAX, 4096, 97, 160, ROWS, 0, 0, 0);
+    const fs_context no_ew_groups = ctx_for(1, "FLASHSPEC_TILE_EPI_WG=0;FLASHSPEC_TILE_GROUPS_MAX=2560");
+    expect(&no_ew_groups, FS_OP_SAMPLE, 4096, 385, 480, ROWS, 0, 0, 0);
     const fs_context h100_rules = ctx_for(1, "FLASHSPEC_HOPPER_ROWS_EARLY=0");
     expect(&h100_rules, FS_OP_SAMPLE, 4096, 81, 96, TILE, 96, 0, 0);
     expect(&h100_rules, FS_OP_SAMPLE, 4096, 97, 320, ROWS, 0, 0, 0);
