@@ -296,7 +296,7 @@ static fs_hopper_opts hopper_opts_for(const fs_context *ctx, fs_op op, int64_t D
                         : ctx->hopper_rows_min || !o.tile_pairs_min
                             ? 0
                             : fs_hopper_groups_max(ctx->hopper_rows_early,
-                                                   op == FS_OP_SAMPLE || op == FS_OP_VERIFY, D);
+                                                   op == FS_OP_VERIFY_TREE, D);
     o.odd_pairs = ctx->hopper_odd_pairs;
     o.row_block = ctx->hopper_row_block;
     o.ties_128 = ctx->hopper_rows_ties_128;

@@ -1395,14 +1395,16 @@ extern "C" int64_t fs_hopper_pairs_min(int fast_hbm, int argmax, int64_t D)
  * rows: sample and verify 2-17% faster or even in every cell (verify of 176
  * requests on 151936 x 4096 2.01 -> 1.70 ms), draft argmax 3-12% faster at
  * 400, 600 and 900 rows but 2-17% slower at 464 rows and 4-6% at 700 on
- * 151936 x 4096 (120-row halves; the rows kernel's draft argmax, without
- * the sampling epilogue, loses only its padding).  So two and three groups
- * (up to 960 rows) for sample and verify; draft argmax and trees keep the
- * rows kernel past 320 rows.  An H100 is not measured. */
-extern "C" int64_t fs_hopper_groups_max(int fast_hbm, int sample_verify, int64_t D)
+ * 151936 x 4096; on another lease, three rounds of draft argmax alone at
+ * 400-900 rows, the groups 1-13% faster in all 24 cells (464 rows on 128256
+ * x 8192 1.61-1.68 -> 1.55-1.57 ms; under ncu 464 and 700 rows 3-5% fewer
+ * cycles on two shapes).  So two and three groups (up to 960 rows) for
+ * sample, draft argmax and verify; trees keep the rows kernel past 320
+ * rows.  An H100 is not measured. */
+extern "C" int64_t fs_hopper_groups_max(int fast_hbm, int tree, int64_t D)
 {
     (void)D;
-    return fast_hbm && sample_verify ? 3 * 2 * FS_HOPPER_TILE_MAX_ROWS : 0;
+    return fast_hbm && !tree ? 3 * 2 * FS_HOPPER_TILE_MAX_ROWS : 0;
 }
 
 /* H200, 241-256 rows, the pairs' 128-row halves against the rows kernel's

@@ -94,5 +94,31 @@ mkdir -p /tmp/fsb && tar xJf carry-bin/extra.txz -C /tmp/fsb
 wait
 el tests
 ;;
+5)
+# draft argmax in row groups (FLASHSPEC_TILE_GROUPS_MAX=960) against the
+# rows kernel (0): three alternated rounds, and ncu at 464 and 700 rows
+OUT=$O/ab timeout 300 bash bench/tools/ab_rounds.sh -r 3 argmax \
+  "--shapes 151936x4096,128256x8192,262144x3072 --rows 400,464,480,600,700,720,800,900 --ops argmax --rounds 2 --reps 8 --warmup 3" \
+  rows=$X@FLASHSPEC_TILE_GROUPS_MAX=0 groups=$X@FLASHSPEC_TILE_GROUPS_MAX=960 > $O/ab_argmax.txt 2>&1
+el argmax
+M=gpu__time_duration.sum,sm__cycles_elapsed.avg,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,dram__bytes_read.sum,lts__t_bytes.sum,smsp__inst_executed.sum,launch__grid_size
+NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+for v in rows groups; do
+  m=0; [ $v = groups ] && m=960
+  FLASHSPEC_TILE_GROUPS_MAX=$m timeout 100 $NCU --clock-control base -k regex:'fshr?_scan' -c 4 --csv --metrics $M \
+    $X --shapes 151936x4096,128256x8192 --rows 464,700 --ops argmax --rounds 1 --reps 1 --warmup 0 --gemm heuristic > $O/ncu_argmax_$v.csv 2>&1
+done
+el ncu
+;;
+6)
+# the final default (draft argmax in groups too): the agreement and tree
+# tests, their groups variants, and the default against the rows kernel
+(cd $B && timeout 300 ctest -R '^test_gpu_(agree|agree_groups|tree|tree_groups|stat)$' -j3 --output-on-failure > $O/ctest_6.txt 2>&1; echo "rc=$?" >> $O/ctest_6.txt)
+el tests
+OUT=$O/ab timeout 150 bash bench/tools/ab_rounds.sh -r 2 final \
+  "--shapes 151936x4096,128256x8192 --rows 400,464,700 --requests 84,140 --ops sample,argmax,verify --rounds 2 --reps 6 --warmup 3" \
+  rows=$X@FLASHSPEC_TILE_GROUPS_MAX=0 new=$X > $O/ab_final.txt 2>&1
+el final
+;;
 esac
 tar czf $OUT/out.tgz -C $O .
