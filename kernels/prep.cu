@@ -99,7 +99,7 @@ __global__ void fs_prep_verify_kernel(const int32_t *__restrict__ offsets,
     int64_t begin = 0, end = 0;
     float t = 1.0f;
     uint64_t sd = 0, off = 0;
-    fs_filter_params fq = {0, 1.0f, 0.0f};
+    fs_filter_params fq = fs_filter_params_read(nullptr, nullptr, nullptr, 0); /* off */
     if (own) {
         begin = offsets[r];
         end = offsets[r + 1];

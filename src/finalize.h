@@ -64,16 +64,15 @@ FS_HD fs_row_desc fs_row_desc_sample_of(int has_t, float t, uint64_t seed, uint6
 }
 
 /* The same from the parameter arrays (temperature NULL: fs_draft_argmax;
- * offset may be NULL, all 0). */
+ * offset may be NULL, all 0).  A sampled op's seed holds every request's
+ * (validate.c), so it is read beside the temperature, as the CUDA prep
+ * reads it; a row whose temperature fails ignores it. */
 FS_HD fs_row_desc fs_row_desc_sample(const float *temperature, const uint64_t *seed,
                                      const uint64_t *offset, int64_t r, int32_t *status)
 {
     if (!temperature)
         return fs_row_desc_sample_of(0, 0.0f, 0, 0, r, status);
-    const float t = temperature[r];
-    if (fs_temperature_status(t) != FS_ROW_OK)
-        return fs_row_desc_sample_of(1, t, 0, 0, r, status);
-    return fs_row_desc_sample_of(1, t, seed[r], offset ? offset[r] : 0, r, status);
+    return fs_row_desc_sample_of(1, temperature[r], seed[r], offset ? offset[r] : 0, r, status);
 }
 
 /* Status of a row whose scan finished: the record decides. */
