@@ -198,9 +198,16 @@ template <int BN> struct Cfg {
     static constexpr int STAGE_BYTES = W_BYTES + H_BYTES;
     static constexpr int EPI_BYTES = BN * LDS * 4;
     static constexpr int BAR_BYTES = 2 * MAX_STAGES * 8 + 16;
-    static constexpr int FIT = (SMEM_MAX - 1024 - EPI_BYTES - BAR_BYTES) / STAGE_BYTES;
+    /* tree verify: a word a row (tree_tile_bits), in room the stages leave
+       at every BN (1840 bytes or more) */
+    static constexpr int TREE_BYTES = 4 * BN;
+    static constexpr int FIT =
+        (SMEM_MAX - 1024 - EPI_BYTES - BAR_BYTES - TREE_BYTES) / STAGE_BYTES;
     static constexpr int STAGES = FIT > MAX_STAGES ? MAX_STAGES : FIT;
-    static constexpr int SMEM = 1024 + STAGES * STAGE_BYTES + EPI_BYTES + BAR_BYTES;
+    static constexpr int SMEM = 1024 + STAGES * STAGE_BYTES + EPI_BYTES + BAR_BYTES + TREE_BYTES;
+    static_assert(FIT >= MAX_STAGES ||
+                      FIT == (SMEM_MAX - 1024 - EPI_BYTES - BAR_BYTES) / STAGE_BYTES,
+                  "the tree words cost no stage");
     /* epilogue: TPB threads per row (a power of two), each owning UNITS of the
      * tile's 8 noise blocks (blocks q, q + TPB, ...) */
     static constexpr int NBLK = BM / FS_NOISE_BLOCK;
@@ -328,6 +335,59 @@ struct Epi {
     int write;   /* row in range and this thread writes the record */
     int filt;    /* scan and the row filters (FS_ROWF_FILTER) */
 };
+
+/* Tree verify: which of the CTA's tiles (first, first + stride, ...) hold
+ * one of row e's children, tile vt in bit vt mod 32; 0 for other rows.  The
+ * kernels keep a word a row in shared memory (Cfg::TREE_BYTES), written
+ * once by one of the row's threads before the first tile, and a block asks
+ * fs_tree_block_has_child -- a loop whose loads of the row's child count
+ * and children from global memory wait on each other, and whose answer the
+ * block's branch waits for -- only where its tile's bit is set
+ * (tree_tile_may_hold).  A row has at most FS_TREE_MAX_CHILDREN children
+ * among ~1000 tiles, so the bits are almost all clear; a bit set for a tile
+ * without a child (another of the CTA's tiles with the same number mod 32:
+ * with 132 CTAs, every eighth) only costs that tile the exact test.  A word
+ * in shared memory, read beside the block's logits, and not a register:
+ * one more word held through the tile loop made the pair kernels spill 32
+ * bytes instead of 8. */
+__device__ __forceinline__ uint32_t tree_tile_bits(const Args &a, const Epi &e, int first,
+                                                   int stride)
+{
+    if (!a.tree_rows || !e.scan)
+        return 0u;
+    const fs_tree_row *t = a.tree_rows + e.row;
+    const int nc = t->num_children;
+    uint32_t bits = 0;
+    for (int k = 0; k < nc; ++k) {
+        const int64_t v = (int64_t)t->children[k] - a.vocab_offset; /* local id */
+        if (v < 0 || v >= a.V)
+            continue; /* another shard's */
+        const int vt = (int)(v / BM); /* 32-bit: a 64-bit % is a call, and its frame */
+        if (vt >= first && (vt - first) % stride == 0)
+            bits |= 1u << (vt & 31);
+    }
+    return bits;
+}
+
+/* The rows' words: TREE_BYTES after the barriers, which follow the
+ * epilogue buffer -- addressed from epi by a constant, so that the pushes
+ * hold no pointer of their own.  (The EW warps see epi as const: they only
+ * read the staged tiles; the words they write once, before the first.) */
+template <int BN> __device__ __forceinline__ uint32_t *tree_words(const float *epi)
+{
+    using C = Cfg<BN>;
+    return reinterpret_cast<uint32_t *>(
+        const_cast<unsigned char *>(reinterpret_cast<const unsigned char *>(epi)) + C::EPI_BYTES +
+        C::BAR_BYTES);
+}
+
+/* Whether row rr's pending tile (local ids from v0) may hold one of the
+ * row's children: its bit in the row's word. */
+template <int BN>
+__device__ __forceinline__ bool tree_tile_may_hold(const float *epi, int rr, int64_t v0)
+{
+    return (tree_words<BN>(epi)[rr] >> ((uint32_t)v0 / BM & 31u)) & 1u;
+}
 
 /* A draft argmax block (Args::argmax), logits x (-inf past the vocabulary):
  * only the max and its id are read (fs_finalize_argmax), so no
@@ -497,7 +557,7 @@ __device__ __forceinline__ void plain_block_except(Epi &e, const Args &a, int32_
  * without carry no candidate list; its blocks keep the general push, whose
  * rounding the filters' resolve repeats: kept_block_draw).  nc: the
  * thread's last noise draw (plain_block). */
-template <bool FILT>
+template <bool FILT, int BN>
 __device__ __forceinline__ void epi_block(Epi &e, const float *epi, int rr, int f, const Args &a,
                                           NoiseCache &nc)
 {
@@ -535,8 +595,8 @@ __device__ __forceinline__ void epi_block(Epi &e, const float *epi, int rr, int 
            the call to run that code, cold */
         const uint32_t xo = (uint32_t)((int64_t)e.d.excluded - g0);
         const uint32_t so = (uint32_t)((int64_t)e.d.selected - g0);
-        const bool child =
-            a.tree_rows && fs_tree_block_has_child(a.tree_rows + e.row, (int32_t)g0);
+        const bool child = a.tree_rows && tree_tile_may_hold<BN>(epi, rr, e.v0) &&
+                           fs_tree_block_has_child(a.tree_rows + e.row, (int32_t)g0);
         if (xo >= FS_NOISE_BLOCK && so >= FS_NOISE_BLOCK && !child)
             plain_block(e.rec, e.d, (int32_t)g0, s, nc);
         else
@@ -573,7 +633,10 @@ __device__ __forceinline__ void epi_block(Epi &e, const float *epi, int rr, int 
        push */
     if (FILT && e.filt && !FSH_PROBE_NO_LISTS)
         fs_cand_push_block(&e.cl, (int32_t)g0, s);
-    if (a.tree_rows)
+    /* a tile without the row's children has nothing to do here; the FILT
+       kernels ask every block, as their 128- and 160-row forms spilled
+       16-40 more bytes with the words */
+    if (a.tree_rows && (FILT || tree_tile_may_hold<BN>(epi, rr, e.v0)))
         fs_tree_scan_block(&e.rec, e.d, a.tree_rows + e.row,
                            a.tree_child_s + e.row * FS_TREE_MAX_CHILDREN, (int32_t)g0,
                            FS_NOISE_BLOCK, s);
@@ -595,7 +658,7 @@ __device__ __forceinline__ void epi_blocks(Epi &e, const float *epi, int rr, int
         /* a draw a block: the blocks are TPB apart, or (TPB 1, the plain
            144-160-row kernels) spread over the k-blocks */
         NoiseCache nc;
-        epi_block<FILT>(e, epi, rr, q + C::TPB * j, a, nc);
+        epi_block<FILT, BN>(e, epi, rr, q + C::TPB * j, a, nc);
     }
 }
 
@@ -786,6 +849,9 @@ __device__ __forceinline__ void ew_epilogue(const Args &a, const float *epi, uns
         e.scan = row_ok && (e.d.flags & FS_ROWF_VALID) ? 1 : 0;
         e.write = row_ok && fb[k] == 0 ? 1 : 0; /* the row's first blocks: it merges */
         e.filt = 0;
+        if (e.write)
+            tree_words<BN>(epi)[lr[k]] =
+                tree_tile_bits(a, e, tile_slot<PAIR>(a.groups), tile_slots<PAIR>(a.slots));
     }
     if (single && blockIdx.x == 0)
         fs_scan_prep_store(a.tail, layout, a.rows, a.global_vocab, ct, EWT, nullptr);
@@ -797,7 +863,7 @@ __device__ __forceinline__ void ew_epilogue(const Args &a, const float *epi, uns
             NoiseCache nc; /* the row's blocks in order: a draw serves two */
             if (es[0].scan)
                 for (int f = 0; f < C::NBLK; ++f)
-                    epi_block<false>(es[0], epi, lr[0], f, a, nc);
+                    epi_block<false, BN>(es[0], epi, lr[0], f, a, nc);
         } else {
 #pragma unroll
             for (int k = 0; k < X::NS; ++k) {
@@ -808,7 +874,7 @@ __device__ __forceinline__ void ew_epilogue(const Args &a, const float *epi, uns
                            spilled 36-172 bytes in these kernels (two rows
                            a thread) where they spilled 0-20 */
                         NoiseCache nc;
-                        epi_block<false>(es[k], epi, lr[k], f, a, nc);
+                        epi_block<false, BN>(es[k], epi, lr[k], f, a, nc);
                     }
             }
         }
@@ -997,6 +1063,9 @@ __global__ void __launch_bounds__(EW ? threads_ew(BN) : THREADS, 1)
     e.scan = row_ok && (e.d.flags & FS_ROWF_VALID) ? 1 : 0;
     e.write = row_ok && q == 0 ? 1 : 0;
     e.filt = FILT && e.scan && (e.d.flags & FS_ROWF_FILTER) ? 1 : 0;
+    if (!FILT && e_active && q == 0) /* read after the first tile's consumer_bar */
+        tree_words<BN>(epi)[rr] =
+            tree_tile_bits(a, e, blockIdx.x, gridDim.x);
     fs_cand_init(&e.cl);
     bool pending = false;
     int s = 0;

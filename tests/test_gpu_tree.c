@@ -542,6 +542,13 @@ static void test_fused(void **state)
         /* fp16 head; fp32 head (SIMT scan) */
         {1, FS_DTYPE_F16, 3001, 136, SH_MIXED, 12, 1},
         {1, FS_DTYPE_F32, 1001, 33, SH_MIXED, 12, 1},
+        /* 235 tiles of 128 tokens: the tile kernel's CTAs scan one or two,
+           its pairs (240 rows) three or four, the row groups (408 rows)
+           seven or eight, so children lie in a CTA's later tiles, which
+           the tile kernels find by the row's word (tree_tile_bits) */
+        {1, FS_DTYPE_BF16, 30011, 64, SH_MIXED, 12, 1},
+        {1, FS_DTYPE_BF16, 30011, 64, SH_FIXED5, 40, 0},
+        {1, FS_DTYPE_BF16, 30011, 64, SH_FIXED5, 68, 1},
     };
     run_cases(cs, sizeof cs / sizeof cs[0], 200);
 }
