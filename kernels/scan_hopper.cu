@@ -1467,13 +1467,18 @@ extern "C" int64_t fs_hopper_pairs_min(int fast_hbm, int argmax, int64_t D)
  * 151936 x 4096; on another lease, three rounds of draft argmax alone at
  * 400-900 rows, the groups 1-13% faster in all 24 cells (464 rows on 128256
  * x 8192 1.61-1.68 -> 1.55-1.57 ms; under ncu 464 and 700 rows 3-5% fewer
- * cycles on two shapes).  So two and three groups (up to 960 rows) for
- * sample, draft argmax and verify; trees keep the rows kernel past 320
- * rows.  An H100 is not measured. */
+ * cycles on two shapes).  Trees, once a block of the tile kernels looks up
+ * the row's children only in tiles that hold one (tree_tile_bits), in one
+ * process against the rows kernel (bench/results/2026-11-30-h200-tree-tile-
+ * bits/, tree_bench's tree@alt): 408 rows 14-17% faster on all three
+ * shapes, 680-816 rows 7-15%, 528 rows even (1-3% faster, within the 2-5%
+ * that the same kernel moves by there).  So two and three groups (up to
+ * 960 rows) for every op.  An H100 is not measured. */
 extern "C" int64_t fs_hopper_groups_max(int fast_hbm, int tree, int64_t D)
 {
     (void)D;
-    return fast_hbm && !tree ? 3 * 2 * FS_HOPPER_TILE_MAX_ROWS : 0;
+    (void)tree;
+    return fast_hbm ? 3 * 2 * FS_HOPPER_TILE_MAX_ROWS : 0;
 }
 
 /* H200, 241-256 rows, the pairs' 128-row halves against the rows kernel's

@@ -161,7 +161,7 @@ int64_t fs_hopper_pairs_min(int fast_hbm, int argmax, int64_t D);
 /* The most rows the tile kernel's pairs take in row groups past 320 rows
  * (fs_hopper_opts::tile_groups_max; 0: never) on a chip whose memory
  * outpaces an H100's (fast_hbm) or not, for tree verify (tree) or another
- * op on an LM head of hidden size D. */
+ * op on an LM head of hidden size D (every op alike where measured). */
 int64_t fs_hopper_groups_max(int fast_hbm, int tree, int64_t D);
 
 /* Whether the pairs take 241-256 rows as well (fs_hopper_opts::pairs_128)

@@ -93,8 +93,8 @@ static const fs_op all_ops[] = {FS_OP_SAMPLE, FS_OP_ARGMAX, FS_OP_VERIFY, FS_OP_
  * argmax where D > 5120), at 241-256 in 128-row halves for sample and
  * verify where D <= 5120 (else the rows kernel), the pairs at 257-320 in
  * halves that step by 8 rows, past them the pairs in two or three row
- * groups up to 960 rows where they pad fewer rows than the rows kernel
- * (not tree verify), else the rows kernel (fs_hopper_ew_min_fast_hbm,
+ * groups up to 960 rows where they pad fewer rows than the rows kernel,
+ * else the rows kernel (fs_hopper_ew_min_fast_hbm,
  * fs_hopper_rows_span_ew80, fs_hopper_pairs_min, fs_hopper_pairs_128,
  * fs_hopper_groups_max). */
 static void test_h200_defaults(void **state)
@@ -134,10 +134,6 @@ static void test_h200_defaults(void **state)
             expect(&ctx, op, D, 273, 288, TILE, 144, 1, 1);
             expect(&ctx, op, D, 289, 304, TILE, 152, 1, 1);
             expect(&ctx, op, D, 305, 320, TILE, 160, 1, 1);
-            if (op == FS_OP_VERIFY_TREE) {
-                expect(&ctx, op, D, 321, 1024, ROWS, 0, 0, 0);
-                continue;
-            }
             /* pairs in two and three row groups where they pad fewer rows */
             expect(&ctx, op, D, 321, 384, ROWS, 0, 0, 0);
             expect(&ctx, op, D, 385, 416, TILE, 104, 1, 1);
