@@ -62,7 +62,13 @@ int bu_time_rounds(bench_timer *t, int nmethods, const char *const *names, int *
 {
     const int per = rounds * reps;
     for (int round = 0; round < rounds; ++round)
-        for (int m = 0; m < nmethods; ++m) {
+        for (int j = 0; j < nmethods; ++j) {
+            /* round r starts at method r * n / rounds, as flashspec_bench's
+               --order rotate: in a fixed order, the same kernel measured
+               2-7% faster as the last method than as the second at
+               1320-1584 rows on an H200 (tree_bench's tree@alt,
+               bench/results/2026-11-30-h200-tree-tile-bits/) */
+            const int m = (j + round * nmethods / rounds) % nmethods;
             *method = m;
             snprintf(bench_activity, sizeof bench_activity, "%s", names[m]);
             if (bench_time(t, run, arg, round == 0 ? 3 : 1, reps,

@@ -30,8 +30,9 @@ void bu_parse_args(int argc, char **argv, const bu_list_opt *lists, int nlists, 
                    int *reps, int max_samples);
 
 /* Time methods 0 .. nmethods-1 alternated in `rounds` rounds of `reps`
- * calls each: *method = m (names[m] as bench_activity), then run(arg), which
- * reads *method; warm-up before the first round.  samples holds nmethods x
+ * calls each, round r starting at method r * nmethods / rounds: *method = m
+ * (names[m] as bench_activity), then run(arg), which reads *method; warm-up
+ * calls before each method's calls of a round (three in the first).  samples holds nmethods x
  * rounds x reps values (ms), sorted per method on return; med[m] is the
  * median.  Returns 0, or -1 when a call failed. */
 int bu_time_rounds(bench_timer *t, int nmethods, const char *const *names, int *method,

@@ -14,8 +14,16 @@
  * node (i - 4) / 3 -- up to 4 children a node, depth ~log3(n).  Drafts are
  * random tokens (the cost does not depend on acceptance).  Temperature 1.
  *
+ * TREE_BENCH_ALT=VAR=VALUE adds a method "tree@alt": fs_verify_tree on a
+ * second context created with VAR=VALUE in the environment (a knob of
+ * docs/TUNING.md), alternated with the others in the same process -- an A/B
+ * of a knob that runs in separate processes moves with the chip's power
+ * state between them (5-10% at 1000+ rows on an H200).
+ *
  * Usage: tree_bench [--requests 1,4,16,64] [--nodes 8,16,32,64] [--rounds 3]
  *                   [--reps 10] [--shapes 151936x4096,128256x8192] */
+#define _POSIX_C_SOURCE 200809L /* setenv, unsetenv, strdup */
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,11 +37,12 @@
 #include "bench_util.h"
 #include "timing.h"
 
-enum { M_CUBLAS, M_TREE, M_TREE_LOGITS, M_SOFTMAX, M_COUNT, MAX_SAMPLES = 512 };
-static const char *const NAMES[M_COUNT] = {"cublas", "tree", "cublas+tree", "cublas+softmax"};
+enum { M_CUBLAS, M_TREE, M_TREE_LOGITS, M_SOFTMAX, M_TREE_ALT, M_COUNT, MAX_SAMPLES = 512 };
+static const char *const NAMES[M_COUNT] = {"cublas", "tree", "cublas+tree", "cublas+softmax",
+                                           "tree@alt"};
 
 typedef struct bench {
-    fs_context *ctx;
+    fs_context *ctx, *alt; /* alt: TREE_BENCH_ALT's context, or NULL */
     cudaStream_t stream;
     int64_t V, D, requests, nodes, rows;
     void *w, *h, *logits;
@@ -73,8 +82,8 @@ static int run(void *arg)
                                   b->ws_bytes, b->tok, b->path, b->nem, b->lp, b->st);
         break;
     default:
-        s = fs_verify_tree(b->ctx, &head, b->h, &b->tree, &p, b->ws, b->ws_bytes, b->tok,
-                           b->path, b->nem, b->lp, b->st);
+        s = fs_verify_tree(b->method == M_TREE_ALT ? b->alt : b->ctx, &head, b->h, &b->tree, &p,
+                           b->ws, b->ws_bytes, b->tok, b->path, b->nem, b->lp, b->st);
     }
     if (s != FS_OK)
         fprintf(stderr, "%s: %s\n", NAMES[b->method], fs_context_last_error(b->ctx));
@@ -146,6 +155,34 @@ int main(int argc, char **argv)
         return 1;
     }
     fs_context_set_stream(b.ctx, b.stream);
+    /* the alternative context: its knob read at creation, then unset */
+    const char *alt = getenv("TREE_BENCH_ALT");
+    char knob[128] = "";
+    if (alt && *alt) {
+        const char *eq = strchr(alt, '=');
+        if (!eq || eq == alt || (size_t)(eq - alt) >= sizeof knob) {
+            fprintf(stderr, "TREE_BENCH_ALT: expected VAR=VALUE\n");
+            return 1;
+        }
+        memcpy(knob, alt, (size_t)(eq - alt));
+        knob[eq - alt] = '\0';
+        const char *old = getenv(knob);
+        char *saved = old ? strdup(old) : NULL;
+        setenv(knob, eq + 1, 1);
+        const fs_status cs = fs_context_create(&b.alt, FS_DEVICE_CUDA, 0);
+        if (saved)
+            setenv(knob, saved, 1);
+        else
+            unsetenv(knob);
+        free(saved);
+        if (cs != FS_OK) {
+            fprintf(stderr, "no CUDA context for TREE_BENCH_ALT\n");
+            return 1;
+        }
+        fs_context_set_stream(b.alt, b.stream);
+        printf("# tree@alt: fs_verify_tree with %s\n", alt);
+    }
+    const int nm = b.alt ? M_COUNT : M_TREE_ALT; /* methods timed */
     bench_timer t;
     bench_timer_init(&t, b.stream, (size_t)l2, reps);
     float *temp = malloc(sizeof(float) * (size_t)max_rows);
@@ -184,12 +221,15 @@ int main(int argc, char **argv)
                 b.nodes = nodes[ni];
                 b.rows = b.requests * (b.nodes + 1);
                 make_tree(&b, b.V);
-                size_t wsb = 0;
+                size_t wsb = 0, wsa = 0;
                 if (fs_verify_tree_workspace_size(b.ctx, b.requests, b.tree.num_nodes, b.V, &wsb) !=
-                    FS_OK) {
+                        FS_OK ||
+                    (b.alt && fs_verify_tree_workspace_size(b.alt, b.requests, b.tree.num_nodes,
+                                                            b.V, &wsa) != FS_OK)) {
                     fprintf(stderr, "workspace: %s\n", fs_context_last_error(b.ctx));
                     return 1;
                 }
+                wsb = wsa > wsb ? wsa : wsb;
                 b.ws_bytes = wsb;
                 b.ws = bu_dmalloc(wsb);
                 if (bl_gemm_create(&b.gemm, b.V, b.D, b.rows, b.w, b.h, b.logits, 0, b.stream)) {
@@ -199,10 +239,9 @@ int main(int argc, char **argv)
                 static double samples[M_COUNT * MAX_SAMPLES];
                 double med[M_COUNT];
                 const int ns = rounds * reps;
-                if (bu_time_rounds(&t, M_COUNT, NAMES, &b.method, run, &b, rounds, reps,
-                                   samples, med))
+                if (bu_time_rounds(&t, nm, NAMES, &b.method, run, &b, rounds, reps, samples, med))
                     return 1;
-                for (int m = 0; m < M_COUNT; ++m) {
+                for (int m = 0; m < nm; ++m) {
                     char spread[32];
                     bu_spread(samples + (size_t)m * ns, ns, spread, sizeof spread);
                     printf("%7lldx%-8lld %5lld %5lld %5lld  %-15s %9.4f %17s %9.3f\n",
@@ -225,5 +264,7 @@ int main(int argc, char **argv)
     }
     bench_timer_destroy(&t);
     fs_context_destroy(b.ctx);
+    if (b.alt)
+        fs_context_destroy(b.alt);
     return 0;
 }
