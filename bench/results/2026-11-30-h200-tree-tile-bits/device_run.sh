@@ -107,5 +107,13 @@ el rotated
 timeout 200 $TB --shapes 151936x4096,128256x8192,262144x3072 --rounds 3 --reps 5 > $O/tree_bench.txt 2>&1
 el trees
 ;;
+6)
+# racecheck of trees with a kernel filter that leaves cluster kernels out
+# (the rows kernel alone instrumented), then with every scan kernel
+# instrumented (two calls: the first stage's second command had a bad filter)
+a="--shapes 30011x64 --requests 1,4,16,40,48 --nodes 5,8,16,32 --rounds 1 --reps 1"
+san racecheck san_racecheck_rows_kernel_only.txt 200 --kernel-name kns=fshr_scan_kernel $TB $a
+san racecheck san_racecheck_all_fsh.txt 250 --kernel-name kns=fsh $TB $a
+;;
 esac
 tar czf $OUT/out.tgz -C $O .
