@@ -115,5 +115,11 @@ a="--shapes 30011x64 --requests 1,4,16,40,48 --nodes 5,8,16,32 --rounds 1 --reps
 san racecheck san_racecheck_rows_kernel_only.txt 200 --kernel-name kns=fshr_scan_kernel $TB $a
 san racecheck san_racecheck_all_fsh.txt 250 --kernel-name kns=fsh $TB $a
 ;;
+7)
+# four row groups (1025-1088 rows) for trees, both ways round
+a="--shapes 151936x4096,128256x8192,262144x3072 --requests 16,32 --nodes 33,64 --rounds 4 --reps 5"
+TREE_BENCH_ALT=FLASHSPEC_TILE_GROUPS_MAX=1280 timeout 150 $TB $a > $O/tree_groups4_alt.txt 2>&1
+FLASHSPEC_TILE_GROUPS_MAX=1280 TREE_BENCH_ALT=FLASHSPEC_TILE_GROUPS_MAX=960 timeout 150 $TB $a > $O/tree_groups4_swapped.txt 2>&1
+;;
 esac
 tar czf $OUT/out.tgz -C $O .
