@@ -32,7 +32,7 @@
 #include "timing.h"
 
 #define MAX_LIST 64
-#define MAX_METHODS 8 /* timed in one configuration */
+#define MAX_METHODS 10 /* timed in one configuration */
 #define MAX_ROUNDS 64
 
 typedef struct shape {
@@ -56,6 +56,7 @@ typedef struct options {
     int device;
     int clean_flush;
     int power; /* sample the SM clock and board power per method (power.h) */
+    const char *alt; /* --alt VAR=VALUE: the fused ops again on a context made with it */
     const char *csv, *json;
 } options;
 
@@ -65,6 +66,7 @@ typedef struct bench {
     bench_timer timer;
     bench_power *power; /* --power; NULL: off or unavailable */
     fs_context *fs; /* NULL: the fused ops cannot run (reason in fs_unavailable) */
+    fs_context *fs_alt; /* --alt's context, or NULL */
     char fs_unavailable[200];
     double copy_gbps;
 
@@ -224,6 +226,19 @@ static int op_fs_verify(void *p)
                  "fs_verify");
 }
 
+/* The fused op of `fn` on --alt's context (b->fs swapped for the call). */
+static int with_alt(bench *b, bench_op_fn fn)
+{
+    fs_context *own = b->fs;
+    b->fs = b->fs_alt;
+    const int rc = fn(b);
+    b->fs = own;
+    return rc;
+}
+static int op_fs_sample_alt(void *p) { return with_alt((bench *)p, op_fs_sample); }
+static int op_fs_argmax_alt(void *p) { return with_alt((bench *)p, op_fs_argmax); }
+static int op_fs_verify_alt(void *p) { return with_alt((bench *)p, op_fs_verify); }
+
 static int op_fs_verify_logits(void *p)
 {
     bench *b = p;
@@ -275,6 +290,16 @@ static const method k_verify_methods[] = {
     {"verify", "fs_verify", op_fs_verify, 1, WS_VERIFY, CHK_VERIFY},
     {"verify", "cublas+fs_verify_logits", op_fs_verify_logits, 0, WS_VERIFY, CHK_VERIFY},
 };
+/* --alt: each family's fused op on the second context, timed beside the
+ * rest in the same rounds -- an A/B of a knob (docs/TUNING.md) inside one
+ * process, where separate processes ran 5-12% apart on an H200 at 400-1600
+ * rows (bench/results/2026-11-30-h200-tree-tile-bits/). */
+static const method k_sample_alt = {"sample", "fs_sample@alt", op_fs_sample_alt, 1, WS_SAMPLE,
+                                    CHK_AGREE};
+static const method k_argmax_alt = {"argmax", "fs_draft_argmax@alt", op_fs_argmax_alt, 1,
+                                    WS_ARGMAX, CHK_AGREE};
+static const method k_verify_alt = {"verify", "fs_verify@alt", op_fs_verify_alt, 1, WS_VERIFY,
+                                    CHK_VERIFY};
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 /* ---- helpers ----------------------------------------------------------- */
@@ -339,6 +364,19 @@ static int prepare_fs_workspace(bench *b, ws_kind kind)
                                       &need);
     if (st != FS_OK)
         return fs_ok(b, st, "workspace size");
+    if (b->fs_alt) { /* one workspace for both contexts */
+        size_t alt = 0;
+        if (kind == WS_SAMPLE)
+            st = fs_sample_workspace_size(b->fs_alt, b->rows, b->vocab, &alt);
+        else if (kind == WS_ARGMAX)
+            st = fs_draft_argmax_workspace_size(b->fs_alt, b->rows, b->vocab, &alt);
+        else if (kind == WS_VERIFY)
+            st = fs_verify_workspace_size(b->fs_alt, b->requests, b->requests * b->o.drafts,
+                                          b->vocab, &alt);
+        if (st != FS_OK)
+            return fs_ok(b, st, "workspace size (--alt)");
+        need = alt > need ? alt : need;
+    }
     if (need > b->fs_ws_bytes) {
         dfree(b->fs_ws);
         b->fs_ws = dmalloc(need);
@@ -705,8 +743,12 @@ static void run_shape(bench *b, shape s)
             list[n++] = o->do_sample ? &k_matmul_sample : &k_matmul_argmax;
             for (int j = 0; o->do_sample && j < COUNT(k_sample_methods); ++j)
                 list[n++] = &k_sample_methods[j];
+            if (o->do_sample && b->fs_alt)
+                list[n++] = &k_sample_alt;
             for (int j = 0; o->do_argmax && j < COUNT(k_argmax_methods); ++j)
                 list[n++] = &k_argmax_methods[j];
+            if (o->do_argmax && b->fs_alt)
+                list[n++] = &k_argmax_alt;
             run_config(b, list, n);
         }
     }
@@ -724,6 +766,8 @@ static void run_shape(bench *b, shape s)
             int n = 0;
             for (int j = 0; j < COUNT(k_verify_methods); ++j)
                 list[n++] = &k_verify_methods[j];
+            if (b->fs_alt)
+                list[n++] = &k_verify_alt;
             run_config(b, list, n);
         }
     }
@@ -761,6 +805,10 @@ static void usage(FILE *f)
             "                         read back clean (the call writes nothing back)\n"
             "  --quick                smoke run: 1st shape, rows 1,16,256, requests 1,16,64,\n"
             "                         2 rounds of 5 reps, 2 warm-up (explicit flags still win)\n"
+            "  --alt VAR=VALUE        time each fused op again (fs_sample@alt, ...) on a\n"
+            "                         second context created with VAR=VALUE in the\n"
+            "                         environment (a knob of docs/TUNING.md): its A/B in\n"
+            "                         one process, in the same rounds\n"
             "  --power                the SM clock and board power while each method runs\n"
             "                         (NVML, sampled every 0.5 ms): a line per method with\n"
             "                         its clock, power, cycles and energy a call\n"
@@ -893,6 +941,10 @@ static void parse_options(int argc, char **argv, options *o)
         } else if (strcmp(a, "--copy-mib") == 0) {
             o->copy_mib = (size_t)atol(v);
             bad = o->copy_mib < 16;
+        } else if (strcmp(a, "--alt") == 0) {
+            const char *eq = strchr(v, '=');
+            bad = !eq || eq == v || eq - v >= 128;
+            o->alt = v;
         } else if (strcmp(a, "--csv") == 0) {
             o->csv = v;
         } else if (strcmp(a, "--json") == 0) {
@@ -944,6 +996,33 @@ static void write_results_at_exit(void)
         fprintf(stderr, "writing the %d results measured so far\n", g_bench->nres);
         write_results(g_bench);
     }
+}
+
+/* --alt's context: created with VAR=VALUE in the environment (the knobs are
+ * read at creation), which is then put back as it was. */
+static int make_alt_context(bench *b, const char *alt)
+{
+    char var[128];
+    const char *eq = strchr(alt, '=');
+    memcpy(var, alt, (size_t)(eq - alt));
+    var[eq - alt] = '\0';
+    const char *old = getenv(var);
+    char *saved = old ? strdup(old) : NULL;
+    setenv(var, eq + 1, 1);
+    fs_status st = fs_context_create(&b->fs_alt, FS_DEVICE_CUDA, b->o.device);
+    if (saved)
+        setenv(var, saved, 1);
+    else
+        unsetenv(var);
+    free(saved);
+    if (st == FS_OK && (st = fs_context_set_stream(b->fs_alt, b->stream)) != FS_OK)
+        fs_context_destroy(b->fs_alt);
+    if (st != FS_OK) {
+        b->fs_alt = NULL;
+        fprintf(stderr, "--alt %s: no second context: %s\n", alt, fs_status_string(st));
+        return -1;
+    }
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -1006,6 +1085,8 @@ int main(int argc, char **argv)
         fs_context_destroy(b.fs);
         b.fs = NULL;
     }
+    if (b.fs && o->alt && make_alt_context(&b, o->alt) != 0)
+        return 1;
 
     if (o->power) {
         char why[200];
@@ -1021,11 +1102,13 @@ int main(int argc, char **argv)
 
     /* what the sweep costs, in timed calls */
     long calls = 0, configs = 0;
+    const int alt = b.fs_alt ? 1 : 0;
     int per_rows = (o->do_sample || o->do_argmax ? 1 : 0) +
-                   (o->do_sample ? COUNT(k_sample_methods) : 0) +
-                   (o->do_argmax ? COUNT(k_argmax_methods) : 0);
-    configs = (long)o->nshapes * ((long)o->nrows * per_rows +
-                                  (o->do_verify ? (long)o->nrequests * COUNT(k_verify_methods) : 0));
+                   (o->do_sample ? COUNT(k_sample_methods) + alt : 0) +
+                   (o->do_argmax ? COUNT(k_argmax_methods) + alt : 0);
+    configs = (long)o->nshapes *
+              ((long)o->nrows * per_rows +
+               (o->do_verify ? (long)o->nrequests * (COUNT(k_verify_methods) + alt) : 0));
     calls = configs * ((long)o->rounds * o->reps + o->warmup + o->rounds - 1);
     printf("flashspec %d benchmark on %s (%d SMs, L2 %zu MiB, sm_%d%d)\n", fs_version(), prop.name,
            prop.multiProcessorCount, meta.l2_bytes >> 20, prop.major, prop.minor);
@@ -1041,6 +1124,8 @@ int main(int argc, char **argv)
            o->temperature,
            o->temperature < FS_MIN_TEMPERATURE ? " (the fused ops' rows greedy)" : "", o->drafts);
     printf("planned: %ld measurements, %ld timed calls\n", configs, calls);
+    if (b.fs_alt)
+        printf("@alt: the fused ops again on a context created with %s\n", o->alt);
     if (!b.fs)
         printf("flashspec ops not run: %s\n", b.fs_unavailable);
     printf("x_matmul = median / cuBLAS matmul alone; x_bound = median / max(floor, matmul); "
@@ -1070,6 +1155,8 @@ int main(int argc, char **argv)
     bench_power_stop(b.power);
     if (b.fs)
         fs_context_destroy(b.fs);
+    if (b.fs_alt)
+        fs_context_destroy(b.fs_alt);
     bl_gemm_shutdown();
     bench_timer_destroy(&b.timer);
     CUDA_CHECK(cudaStreamDestroy(b.stream));

@@ -11,7 +11,11 @@
 #   bench/tools/ab_rounds.sh rb "--shapes 151936x4096 --rows 160,192 --reps 30" \
 #     auto=build-sm90a/bench/flashspec_bench \
 #     rb128=build-sm90a/bench/flashspec_bench@FLASHSPEC_HOPPER_ROW_BLOCK=128
-# Compare variants only within one call, round against round.
+# Compare variants only within one call, round against round.  Whole
+# processes of the same build ran 5-12% apart at 400-1600 rows on an H200
+# (bench/results/2026-11-30-h200-tree-tile-bits/): for a knob, prefer
+# flashspec_bench --alt VAR=VALUE (tree_bench: TREE_BENCH_ALT), which times
+# both sides in one process; this runner is for two builds.
 set -uo pipefail
 rounds=2
 if [ "${1:-}" = "-r" ]; then rounds=$2; shift 2; fi

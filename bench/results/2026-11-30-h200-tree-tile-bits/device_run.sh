@@ -121,5 +121,13 @@ a="--shapes 151936x4096,128256x8192,262144x3072 --requests 16,32 --nodes 33,64 -
 TREE_BENCH_ALT=FLASHSPEC_TILE_GROUPS_MAX=1280 timeout 150 $TB $a > $O/tree_groups4_alt.txt 2>&1
 FLASHSPEC_TILE_GROUPS_MAX=1280 TREE_BENCH_ALT=FLASHSPEC_TILE_GROUPS_MAX=960 timeout 150 $TB $a > $O/tree_groups4_swapped.txt 2>&1
 ;;
+8)
+# flashspec_bench --alt (the chain ops' A/B inside one process): the row
+# groups against the rows kernel, both ways round; 512 and 1024 rows (and
+# 200 requests) run the rows kernel either way (controls)
+a="--shapes 151936x4096,128256x8192,262144x3072 --rows 400,464,700,512,1024 --requests 80,140,200 --rounds 4 --reps 8 --warmup 3"
+timeout 280 $X $a --alt FLASHSPEC_TILE_GROUPS_MAX=0 > $O/alt_rows.txt 2>&1; echo "rc=$?" >> $O/alt_rows.txt
+FLASHSPEC_TILE_GROUPS_MAX=0 timeout 280 $X $a --alt FLASHSPEC_TILE_GROUPS_MAX=960 > $O/alt_groups.txt 2>&1; echo "rc=$?" >> $O/alt_groups.txt
+;;
 esac
 tar czf $OUT/out.tgz -C $O .
