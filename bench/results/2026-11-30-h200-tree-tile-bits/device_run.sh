@@ -129,5 +129,12 @@ a="--shapes 151936x4096,128256x8192,262144x3072 --rows 400,464,700,512,1024 --re
 timeout 280 $X $a --alt FLASHSPEC_TILE_GROUPS_MAX=0 > $O/alt_rows.txt 2>&1; echo "rc=$?" >> $O/alt_rows.txt
 FLASHSPEC_TILE_GROUPS_MAX=0 timeout 280 $X $a --alt FLASHSPEC_TILE_GROUPS_MAX=960 > $O/alt_groups.txt 2>&1; echo "rc=$?" >> $O/alt_groups.txt
 ;;
+9)
+# FLASHSPEC_HOPPER_ROWS_TIE128 (set across processes in
+# ../2026-11-29-h200-row-block-ties/) again with --alt, both ways round
+a="--shapes 151936x4096,128256x8192,262144x3072 --rows 1100,1152,300,384 --ops sample,argmax --rounds 4 --reps 6 --warmup 3"
+timeout 250 $X $a --alt FLASHSPEC_HOPPER_ROWS_TIE128=0 > $O/tie_default.txt 2>&1; echo "rc=$?" >> $O/tie_default.txt
+FLASHSPEC_HOPPER_ROWS_TIE128=0 timeout 250 $X $a --alt FLASHSPEC_HOPPER_ROWS_TIE128=1 > $O/tie_swapped.txt 2>&1; echo "rc=$?" >> $O/tie_swapped.txt
+;;
 esac
 tar czf $OUT/out.tgz -C $O .
