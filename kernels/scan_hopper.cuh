@@ -96,8 +96,8 @@ typedef struct fs_hopper_opts {
     int row_block;            /* rows kernel: rows per CTA, 128 or 192; 0 = automatic
                                  (fs_hopper_rows_block) */
     int ties_128;             /* rows kernel, automatic row block where 128 and 192 rows
-                                 pad as many: 128 for draft argmax, by the plan's balance
-                                 for the others (an H200; fs_hopper_rows_block's tie) */
+                                 pad as many: by the plan's balance for the sampling ops
+                                 (an H200; fs_hopper_rows_block's tie) */
     int jobs;                 /* rows kernel: (row block, slot) jobs a CTA runs; 0 =
                                  automatic (scan_hopper_rows.cu, rows_plan) */
     int w_stream;             /* enum fs_w_stream (the rows kernel: up to 128 rows) */

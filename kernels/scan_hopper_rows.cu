@@ -1143,9 +1143,13 @@ Plan rows_plan(int64_t V_local, int64_t rows, int sm_count, int multicast, int r
  * 128256 x 8192 and 262144 x 3072, whose longest 128-row CTA has 4% / 2%
  * fewer rows x units (23 x 128 against 16 x 192 on 1002 units), and 2-6%
  * slower on 151936 x 4096, where both have 3456; at 1100-1152 rows, where
- * the 192-row CTAs have 5% fewer, sampling was even (-2% to +2%) and draft
- * argmax, which does not drift, 3-9% faster in 128-row blocks on all three
- * shapes.  Where 192 pads fewer rows (544: sample 6-12% slower with 128)
+ * the 192-row CTAs have 5% fewer, sampling was even (-2% to +2%).  Draft
+ * argmax keeps the rule above at a tie (128 rows for 257-384, 192 past
+ * 1024): measured in alternated processes it looked 3-9% faster in 128-row
+ * blocks at 1100-1152 rows, but with both rules in one process
+ * (flashspec_bench --alt, both ways round) it is 1-8% slower there in all
+ * 12 cells of three shapes (bench/results/2026-11-30-h200-tree-tile-bits/
+ * call9/).  Where 192 pads fewer rows (544: sample 6-12% slower with 128)
  * it stays 192. */
 static int64_t longest_cta_rows_units(const fs_rows_tie *tie, int64_t rows, int br);
 
@@ -1168,9 +1172,9 @@ extern "C" int fs_hopper_rows_block(int64_t rows, int requested, int argmax_only
     if (pad3 != pad2 || !pairs3 || pairs2)
         return Shape<2>::BR;
     /* a tie that only 192-row blocks pair */
-    if (tie)
-        return argmax_only || longest_cta_rows_units(tie, rows, Shape<2>::BR) <
-                                  longest_cta_rows_units(tie, rows, Shape<3>::BR)
+    if (tie && !argmax_only)
+        return longest_cta_rows_units(tie, rows, Shape<2>::BR) <
+                       longest_cta_rows_units(tie, rows, Shape<3>::BR)
                    ? Shape<2>::BR
                    : Shape<3>::BR;
     return !argmax_only || n2 > 3 ? Shape<3>::BR : Shape<2>::BR;

@@ -157,9 +157,10 @@ static void test_row_block_choice(void **state)
 }
 
 /* An H200's tie-break (fs_rows_tie): where 128- and 192-row blocks pad as
- * many rows, draft argmax takes 128, the sampling ops the block whose
- * longest CTA has fewer rows x units -- 192 when even; elsewhere the rule
- * above.  132 SMs, odd pairs (multicast 2). */
+ * many rows, the sampling ops take the block whose longest CTA has fewer
+ * rows x units -- 192 when even; draft argmax, and every op elsewhere, the
+ * rule above (draft argmax at a tie: 128 for 257-384 rows, 192 past 1024).
+ * 132 SMs, odd pairs (multicast 2). */
 static void test_row_block_tie(void **state)
 {
     (void)state;
@@ -169,9 +170,9 @@ static void test_row_block_tie(void **state)
     } cs[] = {
         /* 1187 units: 44 x 27 x 128 = 66 x 18 x 192 at 257-384 rows; at
            1025-1152, 14 slots of 85 x 128 against 22 of 54 x 192 */
-        {151936, 320, 192, 128},  {151936, 384, 192, 128},  {151936, 1100, 192, 128},
+        {151936, 320, 192, 128},  {151936, 384, 192, 128},  {151936, 1100, 192, 192},
         /* 1002 units: 23 x 128 against 16 x 192 */
-        {128256, 264, 128, 128},  {128256, 320, 128, 128},  {128256, 1152, 192, 128},
+        {128256, 264, 128, 128},  {128256, 320, 128, 128},  {128256, 1152, 192, 192},
         /* 2048 units: 47 x 128 against 32 x 192 */
         {262144, 320, 128, 128},
         /* no tie: the rule above */

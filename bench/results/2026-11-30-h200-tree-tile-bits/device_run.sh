@@ -136,5 +136,14 @@ a="--shapes 151936x4096,128256x8192,262144x3072 --rows 1100,1152,300,384 --ops s
 timeout 250 $X $a --alt FLASHSPEC_HOPPER_ROWS_TIE128=0 > $O/tie_default.txt 2>&1; echo "rc=$?" >> $O/tie_default.txt
 FLASHSPEC_HOPPER_ROWS_TIE128=0 timeout 250 $X $a --alt FLASHSPEC_HOPPER_ROWS_TIE128=1 > $O/tie_swapped.txt 2>&1; echo "rc=$?" >> $O/tie_swapped.txt
 ;;
+10)
+# draft argmax keeps 192-row blocks at the 1025-1152-row ties: the agreement
+# tests on the rows kernel, and the new default against 128-row blocks
+# (FLASHSPEC_HOPPER_ROW_BLOCK=128, the old H200 default there), both ways round
+(cd $B && timeout 300 ctest -R '^test_gpu_(agree|agree_rows192|agree_rowsm|agree_rowsjobs|agree_groups)$' -j4 --output-on-failure > $O/ctest_10.txt 2>&1; echo "rc=$?" >> $O/ctest_10.txt)
+a="--shapes 151936x4096,128256x8192,262144x3072 --rows 1100,1152 --ops argmax --rounds 4 --reps 6 --warmup 3"
+timeout 120 $X $a --alt FLASHSPEC_HOPPER_ROW_BLOCK=128 > $O/argmax_tie_default.txt 2>&1; echo "rc=$?" >> $O/argmax_tie_default.txt
+FLASHSPEC_HOPPER_ROW_BLOCK=128 timeout 120 $X $a --alt FLASHSPEC_HOPPER_ROW_BLOCK=0 > $O/argmax_tie_swapped.txt 2>&1; echo "rc=$?" >> $O/argmax_tie_swapped.txt
+;;
 esac
 tar czf $OUT/out.tgz -C $O .
