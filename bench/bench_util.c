@@ -1,4 +1,6 @@
 /* See bench_util.h. */
+#define _POSIX_C_SOURCE 200809L /* setenv, unsetenv, strdup */
+
 #include "bench_util.h"
 
 #include <stdio.h>
@@ -87,4 +89,33 @@ const char *bu_spread(const double *sorted, int n, char *buf, size_t size)
     snprintf(buf, size, "%.3f-%.3f", bench_quantile(sorted, n, 0.1),
              bench_quantile(sorted, n, 0.9));
     return buf;
+}
+
+fs_context *bu_context_with_env(const char *assignment, int device, cudaStream_t stream)
+{
+    char var[128];
+    const char *eq = strchr(assignment, '=');
+    if (!eq || eq == assignment || (size_t)(eq - assignment) >= sizeof var) {
+        fprintf(stderr, "%s: expected VAR=VALUE\n", assignment);
+        return NULL;
+    }
+    memcpy(var, assignment, (size_t)(eq - assignment));
+    var[eq - assignment] = '\0';
+    const char *old = getenv(var);
+    char *saved = old ? strdup(old) : NULL;
+    setenv(var, eq + 1, 1);
+    fs_context *ctx = NULL;
+    fs_status st = fs_context_create(&ctx, FS_DEVICE_CUDA, device);
+    if (saved)
+        setenv(var, saved, 1);
+    else
+        unsetenv(var);
+    free(saved);
+    if (st == FS_OK && (st = fs_context_set_stream(ctx, stream)) != FS_OK)
+        fs_context_destroy(ctx);
+    if (st != FS_OK) {
+        fprintf(stderr, "%s: no CUDA context: %s\n", assignment, fs_status_string(st));
+        return NULL;
+    }
+    return ctx;
 }

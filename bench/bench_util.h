@@ -1,12 +1,13 @@
-/* Small helpers shared by the focused benchmarks (filter_bench.c,
- * tree_bench.c): device buffers, list arguments, and timing several methods
- * alternated in rounds. */
+/* Small helpers shared by the benchmarks (filter_bench.c, tree_bench.c;
+ * flashspec_bench.c for its --alt context): device buffers, list arguments,
+ * timing several methods alternated in rounds, a context made with a knob. */
 #ifndef FS_BENCH_UTIL_H
 #define FS_BENCH_UTIL_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "flashspec.h"
 #include "timing.h"
 
 /* cudaMalloc (at least 1 byte) / a device copy of a host array; abort on failure. */
@@ -38,6 +39,14 @@ void bu_parse_args(int argc, char **argv, const bu_list_opt *lists, int nlists, 
 int bu_time_rounds(bench_timer *t, int nmethods, const char *const *names, int *method,
                    bench_op_fn run, void *arg, int rounds, int reps, double *samples,
                    double *med);
+
+/* A CUDA context on `device` created with `assignment` ("VAR=VALUE") in the
+ * environment -- the library reads its knobs (docs/TUNING.md) at creation --
+ * which is then put back as it was, its stream set to `stream`: a knob's
+ * other side beside the default context in one process (flashspec_bench
+ * --alt, tree_bench's TREE_BENCH_ALT).  NULL, with a message on stderr,
+ * when the assignment is not VAR=VALUE or the context cannot be made. */
+fs_context *bu_context_with_env(const char *assignment, int device, cudaStream_t stream);
 
 /* "p10-p90" of a method's sorted samples, into buf. */
 const char *bu_spread(const double *sorted, int n, char *buf, size_t size);

@@ -26,6 +26,7 @@
 #include <cuda_runtime_api.h>
 
 #include "baselines.h"
+#include "bench_util.h"
 #include "flashspec.h"
 #include "power.h"
 #include "report.h"
@@ -350,33 +351,32 @@ static void add_row(bench *b, const bench_row *r)
     report_table_row(stdout, r);
 }
 
-/* Grow the flashspec workspace to what this configuration needs. */
+/* The workspace this configuration's op of `kind` needs on context ctx. */
+static fs_status fs_ws_need(const bench *b, fs_context *ctx, ws_kind kind, size_t *need)
+{
+    *need = 0;
+    if (kind == WS_SAMPLE)
+        return fs_sample_workspace_size(ctx, b->rows, b->vocab, need);
+    if (kind == WS_ARGMAX)
+        return fs_draft_argmax_workspace_size(ctx, b->rows, b->vocab, need);
+    if (kind == WS_VERIFY)
+        return fs_verify_workspace_size(ctx, b->requests, b->requests * b->o.drafts, b->vocab,
+                                        need);
+    return FS_OK;
+}
+
+/* Grow the flashspec workspace to what this configuration needs (on --alt's
+ * context too: one workspace serves both). */
 static int prepare_fs_workspace(bench *b, ws_kind kind)
 {
-    size_t need = 0;
-    fs_status st = FS_OK;
-    if (kind == WS_SAMPLE)
-        st = fs_sample_workspace_size(b->fs, b->rows, b->vocab, &need);
-    else if (kind == WS_ARGMAX)
-        st = fs_draft_argmax_workspace_size(b->fs, b->rows, b->vocab, &need);
-    else if (kind == WS_VERIFY)
-        st = fs_verify_workspace_size(b->fs, b->requests, b->requests * b->o.drafts, b->vocab,
-                                      &need);
+    size_t need = 0, alt = 0;
+    fs_status st = fs_ws_need(b, b->fs, kind, &need);
     if (st != FS_OK)
         return fs_ok(b, st, "workspace size");
-    if (b->fs_alt) { /* one workspace for both contexts */
-        size_t alt = 0;
-        if (kind == WS_SAMPLE)
-            st = fs_sample_workspace_size(b->fs_alt, b->rows, b->vocab, &alt);
-        else if (kind == WS_ARGMAX)
-            st = fs_draft_argmax_workspace_size(b->fs_alt, b->rows, b->vocab, &alt);
-        else if (kind == WS_VERIFY)
-            st = fs_verify_workspace_size(b->fs_alt, b->requests, b->requests * b->o.drafts,
-                                          b->vocab, &alt);
-        if (st != FS_OK)
-            return fs_ok(b, st, "workspace size (--alt)");
-        need = alt > need ? alt : need;
-    }
+    if (b->fs_alt && (st = fs_ws_need(b, b->fs_alt, kind, &alt)) != FS_OK)
+        return fs_ok(b, st, "workspace size (--alt)");
+    if (alt > need)
+        need = alt;
     if (need > b->fs_ws_bytes) {
         dfree(b->fs_ws);
         b->fs_ws = dmalloc(need);
@@ -998,33 +998,6 @@ static void write_results_at_exit(void)
     }
 }
 
-/* --alt's context: created with VAR=VALUE in the environment (the knobs are
- * read at creation), which is then put back as it was. */
-static int make_alt_context(bench *b, const char *alt)
-{
-    char var[128];
-    const char *eq = strchr(alt, '=');
-    memcpy(var, alt, (size_t)(eq - alt));
-    var[eq - alt] = '\0';
-    const char *old = getenv(var);
-    char *saved = old ? strdup(old) : NULL;
-    setenv(var, eq + 1, 1);
-    fs_status st = fs_context_create(&b->fs_alt, FS_DEVICE_CUDA, b->o.device);
-    if (saved)
-        setenv(var, saved, 1);
-    else
-        unsetenv(var);
-    free(saved);
-    if (st == FS_OK && (st = fs_context_set_stream(b->fs_alt, b->stream)) != FS_OK)
-        fs_context_destroy(b->fs_alt);
-    if (st != FS_OK) {
-        b->fs_alt = NULL;
-        fprintf(stderr, "--alt %s: no second context: %s\n", alt, fs_status_string(st));
-        return -1;
-    }
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     bench b;
@@ -1085,7 +1058,7 @@ int main(int argc, char **argv)
         fs_context_destroy(b.fs);
         b.fs = NULL;
     }
-    if (b.fs && o->alt && make_alt_context(&b, o->alt) != 0)
+    if (b.fs && o->alt && !(b.fs_alt = bu_context_with_env(o->alt, o->device, b.stream)))
         return 1;
 
     if (o->power) {

@@ -22,8 +22,6 @@
  *
  * Usage: tree_bench [--requests 1,4,16,64] [--nodes 8,16,32,64] [--rounds 3]
  *                   [--reps 10] [--shapes 151936x4096,128256x8192] */
-#define _POSIX_C_SOURCE 200809L /* setenv, unsetenv, strdup */
-
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,31 +153,10 @@ int main(int argc, char **argv)
         return 1;
     }
     fs_context_set_stream(b.ctx, b.stream);
-    /* the alternative context: its knob read at creation, then unset */
     const char *alt = getenv("TREE_BENCH_ALT");
-    char knob[128] = "";
     if (alt && *alt) {
-        const char *eq = strchr(alt, '=');
-        if (!eq || eq == alt || (size_t)(eq - alt) >= sizeof knob) {
-            fprintf(stderr, "TREE_BENCH_ALT: expected VAR=VALUE\n");
+        if (!(b.alt = bu_context_with_env(alt, 0, b.stream)))
             return 1;
-        }
-        memcpy(knob, alt, (size_t)(eq - alt));
-        knob[eq - alt] = '\0';
-        const char *old = getenv(knob);
-        char *saved = old ? strdup(old) : NULL;
-        setenv(knob, eq + 1, 1);
-        const fs_status cs = fs_context_create(&b.alt, FS_DEVICE_CUDA, 0);
-        if (saved)
-            setenv(knob, saved, 1);
-        else
-            unsetenv(knob);
-        free(saved);
-        if (cs != FS_OK) {
-            fprintf(stderr, "no CUDA context for TREE_BENCH_ALT\n");
-            return 1;
-        }
-        fs_context_set_stream(b.alt, b.stream);
         printf("# tree@alt: fs_verify_tree with %s\n", alt);
     }
     const int nm = b.alt ? M_COUNT : M_TREE_ALT; /* methods timed */
