@@ -144,8 +144,10 @@ extern "C" void fs_cuda_context_knobs(fs_context *ctx, int fast_hbm)
         ctx->hopper_rows_jobs = m >= 1 && m <= 8 ? (int)m : 0;
     }
     /* FLASHSPEC_TAIL_ROWS_MAX=n: the scan's last CTA merges and finalizes
-       ops of up to n rows (0: never), the merge kernel larger ones (A/B runs) */
-    ctx->tail_rows_max = env_count("FLASHSPEC_TAIL_ROWS_MAX", FS_TAIL_ROWS_MAX_DEFAULT);
+       ops of up to n rows (0: never), the merge kernel larger ones (A/B runs);
+       unset: by the chip */
+    ctx->tail_rows_max = env_count("FLASHSPEC_TAIL_ROWS_MAX", fast_hbm ? FS_TAIL_ROWS_MAX_FAST_HBM
+                                                                       : FS_TAIL_ROWS_MAX_DEFAULT);
     /* FLASHSPEC_SINGLE_LAUNCH=0: those ops launch the prep kernel before the
        scan, as every other op does (A/B runs, tests of both paths) */
     ctx->single_launch = env_count("FLASHSPEC_SINGLE_LAUNCH", 1) != 0;

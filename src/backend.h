@@ -50,8 +50,14 @@ typedef struct fs_op_args {
 /* Default of fs_context.tail_rows_max (FLASHSPEC_TAIL_ROWS_MAX).  H100, A/B
  * of both ends: the merge kernel (programmatic launch, a block per row) beats the
  * scan's last CTA from 16 rows up -- by 30-90 us at 128-320 rows, where one
- * SM reading every record was the bottleneck -- and is even at 1-5. */
+ * SM reading every record was the bottleneck -- and is even at 1-5.  An
+ * H200 (fast_hbm) ends up to 8 rows there: in one process, both ways
+ * round, verify of one request with four drafts (5 rows) 0.5-0.7% faster
+ * on three shapes with 8 than with 4; with five to seven drafts, and
+ * sample and draft argmax of 6-8 rows, even
+ * (bench/results/2026-12-01-h200-alt-rechecks/). */
 #define FS_TAIL_ROWS_MAX_DEFAULT 4
+#define FS_TAIL_ROWS_MAX_FAST_HBM 8
 
 struct fs_context {
     fs_device_kind kind;

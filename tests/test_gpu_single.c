@@ -268,8 +268,9 @@ static void test_single_equals_prep(void **state)
     const shape *shapes = gt_small_mode() ? small : full;
     const size_t n_shapes = 2;
     /* row counts in an order that leaves a larger op's state behind: CTA 0
-       ends the op up to 4 rows, every CTA past it */
-    const int64_t order[] = {4, 1, 160, 96, 3, 17, 129, 64, 5, 112, 2};
+       ends the op up to tail_rows_max rows (4, 8 on an H200), every CTA past
+       it -- both sides of either bound */
+    const int64_t order[] = {4, 1, 160, 96, 3, 17, 129, 64, 5, 112, 2, 8, 9};
     dout o1, o2;
     dout_alloc(&o1);
     dout_alloc(&o2);
