@@ -124,6 +124,13 @@ extern "C" void fs_cuda_context_knobs(fs_context *ctx, int fast_hbm)
        (241-256 by the chip, fs_hopper_pairs_128; 0: none; tests and A/B
        runs); unset: by the chip (cuda_ops.cu) */
     ctx->tile_pairs_min = env_count("FLASHSPEC_TILE_PAIRS_MIN", -1);
+    /* FLASHSPEC_TILE_PAIRS_128=0|1: whether the pairs take 241-256 rows (in
+       128-row halves) for every op, where they take 193-320 (A/B runs);
+       unset or other: by the chip and op (fs_hopper_pairs_128) */
+    {
+        const int64_t p = env_count("FLASHSPEC_TILE_PAIRS_128", -1);
+        ctx->tile_pairs_128 = p == 0 || p == 1 ? (int)p : -1;
+    }
     /* FLASHSPEC_TILE_GROUPS_MAX=n: the tile kernel's pairs in row groups
        take 321-n rows where they pad fewer rows than the rows kernel (0:
        none; tests and A/B runs); unset: by the chip (cuda_ops.cu) */

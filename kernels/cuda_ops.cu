@@ -290,8 +290,11 @@ static fs_hopper_opts hopper_opts_for(const fs_context *ctx, fs_op op, int64_t D
                        : ctx->hopper_rows_min
                            ? 0
                            : fs_hopper_pairs_min(ctx->hopper_rows_early, op == FS_OP_ARGMAX, D);
-    o.pairs_128 = fs_hopper_pairs_128(ctx->hopper_rows_early,
-                                      op == FS_OP_SAMPLE || op == FS_OP_VERIFY, D);
+    o.pairs_128 = ctx->tile_pairs_128 >= 0
+                      ? ctx->tile_pairs_128
+                      : fs_hopper_pairs_128(ctx->hopper_rows_early,
+                                            op == FS_OP_SAMPLE || op == FS_OP_VERIFY,
+                                            op == FS_OP_VERIFY_TREE, D);
     o.tile_groups_max = ctx->tile_groups_max >= 0 ? ctx->tile_groups_max
                         : ctx->hopper_rows_min || !o.tile_pairs_min
                             ? 0

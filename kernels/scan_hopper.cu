@@ -1473,12 +1473,21 @@ extern "C" int64_t fs_hopper_pairs_min(int fast_hbm, int argmax, int64_t D)
  * bits/, tree_bench's tree@alt): 408 rows 14-17% faster on all three
  * shapes, 680-816 rows 7-15%, 528 rows even (1-3% faster, within the 2-5%
  * that the same kernel moves by there).  So two and three groups (up to
- * 960 rows) for every op.  An H100 is not measured. */
+ * 960 rows) for every op.  Four groups (1025-1088 rows, 136-row halves
+ * against the rows kernel's 1152 rows) inside one process, both ways round
+ * (flashspec_bench --alt FLASHSPEC_TILE_GROUPS_MAX;
+ * bench/results/2026-12-01-h200-alt-rechecks/): the chain ops 1-3% faster
+ * on 128256 x 8192 and 262144 x 3072 and even on 151936 x 4096 (the two
+ * directions' geometric mean a cell, 0.967-1.009); trees' four groups
+ * measured even there (0.955-1.036, tree_bench's tree@alt).  So four groups
+ * for sample, draft argmax and verify, three for trees.  An H100 is not
+ * measured. */
 extern "C" int64_t fs_hopper_groups_max(int fast_hbm, int tree, int64_t D)
 {
     (void)D;
-    (void)tree;
-    return fast_hbm ? 3 * 2 * FS_HOPPER_TILE_MAX_ROWS : 0;
+    if (!fast_hbm)
+        return 0;
+    return tree ? 3 * 2 * FS_HOPPER_TILE_MAX_ROWS : 4 * 2 * 136; /* 136-row halves, as measured */
 }
 
 /* H200, 241-256 rows, the pairs' 128-row halves against the rows kernel's

@@ -161,13 +161,13 @@ int64_t fs_hopper_pairs_min(int fast_hbm, int argmax, int64_t D);
 /* The most rows the tile kernel's pairs take in row groups past 320 rows
  * (fs_hopper_opts::tile_groups_max; 0: never) on a chip whose memory
  * outpaces an H100's (fast_hbm) or not, for tree verify (tree) or another
- * op on an LM head of hidden size D (every op alike where measured). */
+ * op on an LM head of hidden size D. */
 int64_t fs_hopper_groups_max(int fast_hbm, int tree, int64_t D);
 
 /* Whether the pairs take 241-256 rows as well (fs_hopper_opts::pairs_128)
- * on such a chip, for sample or verify (sample_verify) or another op, on an
- * LM head of hidden size D. */
-int fs_hopper_pairs_128(int fast_hbm, int sample_verify, int64_t D);
+ * on such a chip, for sample or verify (sample_verify), tree verify (tree)
+ * or draft argmax, on an LM head of hidden size D. */
+int fs_hopper_pairs_128(int fast_hbm, int sample_verify, int tree, int64_t D);
 
 /* The kernel a launch with these options takes (opts may be NULL). */
 int fs_hopper_kernel_for(int64_t rows, const fs_hopper_opts *opts);

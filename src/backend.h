@@ -80,6 +80,8 @@ struct fs_context {
     int64_t tile_pairs_min;  /* the tile kernel in 2-CTA pairs from this many rows (up to
                                 320; 241-256 by fs_hopper_pairs_128); 0: never, -1:
                                 by the chip (fs_hopper_pairs_min) */
+    int tile_pairs_128;      /* the pairs take 241-256 rows too (1) or not (0); -1: by
+                                the chip and op (fs_hopper_pairs_128) */
     int64_t tile_groups_max; /* the tile kernel's pairs in row groups past 320 rows, up to
                                 this many rows; 0: never, -1: by the chip
                                 (fs_hopper_groups_max) */

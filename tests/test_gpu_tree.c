@@ -4,9 +4,9 @@
  * shapes (chains, stars of up to 16 children, random mixed trees, empty
  * requests), greedy and sampled requests, with and without bias and mask,
  * row counts that take the Hopper tile kernel (< 97 rows) and the rows-as-M
- * kernel (153 rows: one 192-row CTA; 240 and 300 rows: 128-row blocks, two
- * of them in 2-CTA clusters -- on an H200 the tile kernel's pairs take
- * those two, in 120- and 160-row halves).  ctest runs it again with the
+ * kernel (153 rows: one 192-row CTA; 240, 252 and 300 rows: 128-row
+ * blocks, two of them in 2-CTA clusters -- on an H200 the tile kernel's
+ * pairs take those three, in 120-, 128- and 160-row halves).  ctest runs it again with the
  * rows kernel at every count (test_gpu_tree_rowsm), the tile kernel up to
  * 160 rows (test_gpu_tree_tile) and the generic tensor-core scan at every
  * count (FLASHSPEC_DISABLE_HOPPER=1, test_gpu_tree_generic).
@@ -529,6 +529,9 @@ static void test_fused(void **state)
         {1, FS_DTYPE_BF16, 4099, 264, SH_MIXED, 10, 0},
         {1, FS_DTYPE_BF16, 2000, 4096, SH_MIXED, 5, 1},
         {1, FS_DTYPE_BF16, 5003, 136, SH_FIXED5, 40, 1}, /* 240 rows */
+        /* 252 rows: on an H200 the pairs' 128-row halves, elsewhere two
+           128-row blocks */
+        {1, FS_DTYPE_BF16, 4099, 136, SH_FIXED5, 42, 0},
         /* 90 and 180 rows: the epilogue warps' 96-row block (an H200, or
            test_gpu_tree_ew_small) and, under test_gpu_tree_pairs, a pair of
            half-empty 128-row blocks */

@@ -26,7 +26,8 @@ enum { TILE = 1, ROWS = 2 };
 /* Every knob fs_cuda_context_knobs reads that moves a kernel choice. */
 static const char *const knobs[] = {
     "FLASHSPEC_HOPPER_ROWS_EARLY", "FLASHSPEC_HOPPER_ROWS_MIN", "FLASHSPEC_TILE_EPI_WG",
-    "FLASHSPEC_TILE_EW_MIN_ROWS", "FLASHSPEC_TILE_PAIRS_MIN", "FLASHSPEC_TILE_GROUPS_MAX",
+    "FLASHSPEC_TILE_EW_MIN_ROWS", "FLASHSPEC_TILE_PAIRS_MIN", "FLASHSPEC_TILE_PAIRS_128",
+    "FLASHSPEC_TILE_GROUPS_MAX",
     "FLASHSPEC_HOPPER_ROWS_TIE128",
     "FLASHSPEC_HOPPER_NO_MULTICAST", "FLASHSPEC_HOPPER_ODD_PAIRS", "FLASHSPEC_HOPPER_ROW_BLOCK",
     "FLASHSPEC_HOPPER_ROWS_JOBS", "FLASHSPEC_W_STREAM", "FLASHSPEC_W_HINT"};
@@ -91,12 +92,12 @@ static const fs_op all_ops[] = {FS_OP_SAMPLE, FS_OP_ARGMAX, FS_OP_VERIFY, FS_OP_
  * rows for every op but 97-128 rows where D > 5120, the rows kernel at
  * 161-192 rows, the pairs at 193-240 in 104-120-row halves (not draft
  * argmax where D > 5120), at 241-256 in 128-row halves for sample and
- * verify where D <= 5120 (else the rows kernel), the pairs at 257-320 in
- * halves that step by 8 rows, past them the pairs in two or three row
- * groups up to 960 rows where they pad fewer rows than the rows kernel,
- * else the rows kernel (fs_hopper_ew_min_fast_hbm,
- * fs_hopper_rows_span_ew80, fs_hopper_pairs_min, fs_hopper_pairs_128,
- * fs_hopper_groups_max). */
+ * verify where D <= 5120 and for trees (else the rows kernel), the pairs
+ * at 257-320 in halves that step by 8 rows, past them the pairs in two or
+ * three row groups up to 960 rows where they pad fewer rows than the rows
+ * kernel and in four at 1025-1088 rows but for trees, else the rows
+ * kernel (fs_hopper_ew_min_fast_hbm, fs_hopper_rows_span_ew80,
+ * fs_hopper_pairs_min, fs_hopper_pairs_128, fs_hopper_groups_max). */
 static void test_h200_defaults(void **state)
 {
     (void)state;
@@ -125,7 +126,8 @@ static void test_h200_defaults(void **state)
                 expect(&ctx, op, D, 193, 208, TILE, 104, 1, 1);
                 expect(&ctx, op, D, 209, 224, TILE, 112, 1, 1);
                 expect(&ctx, op, D, 225, 240, TILE, 120, 1, 1);
-                if ((op == FS_OP_SAMPLE || op == FS_OP_VERIFY) && D <= 5120)
+                if (((op == FS_OP_SAMPLE || op == FS_OP_VERIFY) && D <= 5120) ||
+                    op == FS_OP_VERIFY_TREE)
                     expect(&ctx, op, D, 241, 256, TILE, 128, 1, 1);
                 else
                     expect(&ctx, op, D, 241, 256, ROWS, 0, 0, 0);
@@ -224,6 +226,18 @@ static void test_knobs(void **state)
         expect(&pairs, FS_OP_VERIFY, 4096, 289, 304, TILE, 152, 1, 1);
         expect(&pairs, FS_OP_VERIFY, 4096, 305, 320, TILE, 160, 1, 1);
         expect(&pairs, FS_OP_VERIFY, 4096, 321, 384, ROWS, 0, 0, 0);
+        /* 241-256 rows in the pairs for every op, or for none (where the
+           chip takes pairs at all) */
+        const fs_context p128_on = ctx_for(fast, "FLASHSPEC_TILE_PAIRS_128=1");
+        expect(&p128_on, FS_OP_SAMPLE, 8192, 241, 256, fast ? TILE : ROWS, fast ? 128 : 0, fast,
+               fast);
+        expect(&p128_on, FS_OP_ARGMAX, 4096, 241, 256, fast ? TILE : ROWS, fast ? 128 : 0, fast,
+               fast);
+        const fs_context p128_off = ctx_for(fast, "FLASHSPEC_TILE_PAIRS_128=0");
+        expect(&p128_off, FS_OP_SAMPLE, 4096, 241, 256, ROWS, 0, 0, 0);
+        expect(&p128_off, FS_OP_VERIFY_TREE, 3072, 241, 256, ROWS, 0, 0, 0);
+        expect(&p128_off, FS_OP_VERIFY_TREE, 3072, 225, 240, fast ? TILE : ROWS, fast ? 120 : 0,
+               fast, fast);
         const fs_context no_pairs = ctx_for(fast, "FLASHSPEC_TILE_PAIRS_MIN=0");
         expect(&no_pairs, FS_OP_SAMPLE, 3072, 161, 400, ROWS, 0, 0, 0);
         /* pairs in row groups of up to 320 rows, where they pad fewer rows
