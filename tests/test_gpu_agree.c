@@ -253,6 +253,10 @@ static void test_fused_bf16(void **state)
         /* 250 rows: sample in two 128-row halves (draft argmax on the rows
            kernel) on an H200 and under test_gpu_agree_pairs */
         {1, FS_DTYPE_BF16, 2003, 136, 250, 1, 0},
+        /* 1030 rows: on an H200 sample and draft argmax in four row groups
+           of 136-row halves (the last half partly padding), with bias and
+           mask; elsewhere the rows kernel */
+        {1, FS_DTYPE_BF16, 2003, 136, 1030, 1, 0},
     };
     run_cases(cs, sizeof cs / sizeof cs[0]);
 }

@@ -154,6 +154,12 @@ static void test_h200_defaults(void **state)
             expect(&ctx, op, D, 865, 896, ROWS, 0, 0, 0);
             expect(&ctx, op, D, 897, 912, TILE, 152, 1, 1);
             expect(&ctx, op, D, 913, 1024, ROWS, 0, 0, 0);
+            /* four groups (1025-1088 rows) but for trees */
+            if (op == FS_OP_VERIFY_TREE)
+                expect(&ctx, op, D, 1025, 1088, ROWS, 0, 0, 0);
+            else
+                expect(&ctx, op, D, 1025, 1088, TILE, 136, 1, 1);
+            expect(&ctx, op, D, 1089, 1152, ROWS, 0, 0, 0);
         }
 }
 
