@@ -1501,14 +1501,13 @@ extern "C" int64_t fs_hopper_groups_max(int fast_hbm, int tree, int64_t D)
  * in the other.  So sample and verify where D <= 5120 (D between 4096
  * and 8192 not measured: 5120 with the shorter).  Rechecked inside one
  * process, both ways round (flashspec_bench --alt / tree_bench's tree@alt,
- * FLASHSPEC_TILE_PAIRS_128; bench/results/2026-12-01-h200-alt-rechecks/):
- * sample and verify 2-11% faster in the pairs where D <= 4096 (one cell of
- * 18 4.6% slower), 1-3.6% slower with D = 8192; draft argmax 0-6% slower
- * everywhere -- the rule holds.  Trees of 244-256 rows (four tree shapes,
- * 14 cells a head): 4-8.5% faster on 262144 x 3072 in every cell, 0.8%
- * faster on average on 151936 x 4096 (244 rows 2-3% slower, 248-256 from
- * 4.7% faster to 3.2% slower) and 128256 x 8192 (one cell 4.5% slower, the
- * rest even to 2% faster).  So trees take them at every D. */
+ * FLASHSPEC_TILE_PAIRS_128; bench/results/2026-12-01-h200-alt-rechecks/,
+ * a cell's two directions' geometric mean): sample and verify 0.924-1.005 x
+ * the rows kernel's time in pairs where D <= 4096, 1.014-1.026 with D =
+ * 8192; draft argmax 1.002-1.047 -- the rule holds.  Trees of 244-256 rows
+ * (five tree shapes a head): 0.924-0.973 on 262144 x 3072, 0.957-1.025
+ * (mean 0.995) on 151936 x 4096 and 0.978-1.022 (mean 0.994) on 128256 x
+ * 8192.  So trees take them at every D. */
 extern "C" int fs_hopper_pairs_128(int fast_hbm, int sample_verify, int tree, int64_t D)
 {
     return fast_hbm && (tree || (sample_verify && D <= 5120));

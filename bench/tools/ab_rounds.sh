@@ -15,12 +15,13 @@
 # processes of the same build ran 5-12% apart at 400-1600 rows on an H200
 # (bench/results/2026-11-30-h200-tree-tile-bits/): for a knob, prefer
 # flashspec_bench --alt VAR=VALUE (tree_bench: TREE_BENCH_ALT), which times
-# both sides in one process; this runner is for two builds.
+# both sides in one process, run both ways round and read with
+# bench/tools/alt_table.py; this runner is for two builds.
 set -uo pipefail
 rounds=2
 if [ "${1:-}" = "-r" ]; then rounds=$2; shift 2; fi
 if [ $# -lt 3 ]; then
-  sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 tag=$1 args=$2
