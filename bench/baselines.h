@@ -82,6 +82,25 @@ cudaError_t bl_verify_materialised(const void *logits, int64_t requests, int k, 
                                    void *ws, int32_t *out_tokens, int32_t *out_num_emitted,
                                    cudaStream_t stream);
 
+/* ---- the sort-based filtered sampler, in baseline_sort_filter.cu -------- */
+
+/* Scratch bl_sort_filter_sample needs for `rows` rows of `vocab` tokens
+ * (keys and ids twice, and CUB's sort space: ~24 bytes a token). */
+size_t bl_sort_filter_workspace_bytes(int64_t rows, int64_t vocab);
+
+/* token[r] = a draw from softmax(logit[r] / T_r) restricted to what top-k,
+ * top-p and min-p keep (in that order; each array may be NULL: off), the way
+ * a sort-based engine computes it: every row sorted by score (one CUB radix
+ * sort of all rows), the cuts found along the sorted row, an inverse-CDF
+ * draw over the kept prefix (u from (seed[r], position 0)).  kept[r] (may be
+ * NULL): the kept prefix's length.  rows <= 65535, rows x vocab < 2^31;
+ * temperatures > 0. */
+cudaError_t bl_sort_filter_sample(const void *logits, int64_t rows, int64_t vocab,
+                                  const float *temperature, const int32_t *top_k,
+                                  const float *top_p, const float *min_p,
+                                  const uint64_t *seed, void *ws, size_t ws_bytes,
+                                  int32_t *out_tokens, int32_t *out_kept, cudaStream_t stream);
+
 /* ---- (a) the LM-head GEMM (cuBLASLt), in gemm.cu ----------------------- */
 
 /* logits [rows, V] bf16 = hidden [rows, D] bf16 x W [V, D]^T, fp32 accumulation,

@@ -12,7 +12,13 @@
  *   cublas+gumbel       matmul, then the one-pass Gumbel sampler over the logits
  *                       (the leanest unfused sampler; no filters)
  *   cublas+logits all   matmul, then fs_sample_logits with all three filters
- *                       (the leanest unfused pipeline doing the filtered job)
+ *                       (the leanest unfused pipeline doing the filtered job:
+ *                       sort-free, one pass over the logits)
+ *   cublas+sort all     matmul, then the sort-based pipeline of an engine
+ *                       without a fused kernel, all three filters: every row
+ *                       sorted, cut, and sampled over the kept prefix
+ *                       (bl_sort_filter_sample; checked after the timing:
+ *                       its tokens lie in the kept set of the host's sort)
  *   verify / verify all fs_verify (4 drafts a request) without and with all three
  * Each line: median ms, the 10-90% spread, the ratio to the unfiltered fused
  * op and to cuBLAS, and for filtered methods the share of rows that took
@@ -22,6 +28,7 @@
  * Usage: filter_bench [--rows 1,4,16,64] [--rounds 5] [--reps 10]
  *                     [--shapes 151936x4096,128256x8192] [--logits 1,2,0]
  * (--logits: the logit shapes, FB_PEAKED 1, FB_MODERATE 2, FB_FLAT 0) */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,11 +42,12 @@
 #include "bench_util.h"
 #include "timing.h"
 
-enum { M_CUBLAS, M_SAMPLE, M_K, M_P, M_MINP, M_ALL, M_K200, M_GUMBEL, M_LOGITS_ALL, M_VERIFY,
-       M_VERIFY_ALL, M_COUNT };
+enum { M_CUBLAS, M_SAMPLE, M_K, M_P, M_MINP, M_ALL, M_K200, M_GUMBEL, M_LOGITS_ALL, M_SORT_ALL,
+       M_VERIFY, M_VERIFY_ALL, M_COUNT };
 static const char *const NAMES[M_COUNT] = {
     "cublas", "sample", "sample k50", "sample p0.9", "sample minp0.05", "sample all",
-    "sample k200", "cublas+gumbel", "cublas+logits all", "verify", "verify all"};
+    "sample k200", "cublas+gumbel", "cublas+logits all", "cublas+sort all", "verify",
+    "verify all"};
 enum { DRAFTS = 4, MAX_SAMPLES = 512 };
 
 typedef struct bench {
@@ -49,6 +57,9 @@ typedef struct bench {
     void *w, *h, *hv, *logits;
     bl_gemm *gemm;
     void *bl_ws;
+    void *sort_ws; /* bl_sort_filter_sample's */
+    size_t sort_ws_bytes;
+    int32_t *kept;
     void *ws;
     size_t ws_bytes;
     float *temp;
@@ -99,6 +110,12 @@ static int run(void *arg)
             return 1;
         return bl_gumbel_sample(b->logits, b->rows, b->V, b->temp, b->seed, b->bl_ws, b->tok,
                                 b->stream) != cudaSuccess;
+    case M_SORT_ALL:
+        if (bl_gemm_run(b->gemm, b->w, b->h, b->logits, b->stream))
+            return 1;
+        return bl_sort_filter_sample(b->logits, b->rows, b->V, b->temp, b->k_on, b->p_on,
+                                     b->mp_on, b->seed, b->sort_ws, b->sort_ws_bytes, b->tok,
+                                     b->kept, b->stream) != cudaSuccess;
     case M_LOGITS_ALL:
         if (bl_gemm_run(b->gemm, b->w, b->h, b->logits, b->stream))
             return 1;
@@ -125,7 +142,8 @@ static int run(void *arg)
  * the call had (-1 when the method has no filters). */
 static double fallback_share(bench *b, int method)
 {
-    if (method == M_CUBLAS || method == M_SAMPLE || method == M_GUMBEL || method == M_VERIFY)
+    if (method == M_CUBLAS || method == M_SAMPLE || method == M_GUMBEL || method == M_SORT_ALL ||
+        method == M_VERIFY)
         return -1.0;
     const int64_t n = method >= M_VERIFY ? b->requests : b->rows;
     int32_t *h = malloc(sizeof(int32_t) * (size_t)n);
@@ -139,6 +157,81 @@ static double fallback_share(bench *b, int method)
         sum += h[i];
     free(h);
     return (double)sum / (double)(method >= M_VERIFY ? b->vrows : b->rows);
+}
+
+static int desc_float(const void *a, const void *b)
+{
+    const float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* The sort-based pipeline's last call (all three filters, T = 1) against
+ * the host's sort of each row: the token must lie in the kept set of
+ * docs/DESIGN.md's rule (ties at a threshold kept), and the kept prefix must
+ * be the one the pipeline's own rule gives (cuts by sort position, as
+ * vLLM's; the two differ where a tie group straddles the top-k cut, whose
+ * whole group then also enters top-p's mass).  Prints the rows that pass
+ * each. */
+static void check_sort(bench *b)
+{
+    const int64_t R = b->rows, V = b->V;
+    uint16_t *lg = malloc(sizeof(uint16_t) * (size_t)(R * V));
+    float *s = malloc(sizeof(float) * (size_t)V);
+    int32_t *tok = malloc(sizeof(int32_t) * (size_t)R), *kept = malloc(sizeof(int32_t) * (size_t)R);
+    b->method = M_SORT_ALL;
+    if (run(b))
+        exit(1);
+    CUDA_CHECK(cudaStreamSynchronize(b->stream));
+    CUDA_CHECK(cudaMemcpy(lg, b->logits, sizeof(uint16_t) * (size_t)(R * V), cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(tok, b->tok, sizeof(int32_t) * (size_t)R, cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(kept, b->kept, sizeof(int32_t) * (size_t)R, cudaMemcpyDeviceToHost));
+    const double P = 0.9, LOG_MINP = log(0.05);
+    const int64_t K = 50 < V ? 50 : V;
+    int64_t in_set = 0, same_prefix = 0;
+    for (int64_t r = 0; r < R; ++r) {
+        for (int64_t i = 0; i < V; ++i) {
+            const uint32_t bits = (uint32_t)lg[r * V + i] << 16;
+            memcpy(&s[i], &bits, sizeof bits);
+        }
+        const float st = tok[r] >= 0 && tok[r] < V ? s[tok[r]] : NAN;
+        qsort(s, (size_t)V, sizeof(float), desc_float);
+        /* DESIGN's rule: top-k with its ties, top-p by tie groups over that
+           set's mass, min-p */
+        int64_t n = K;
+        while (n < V && s[n] == s[n - 1])
+            ++n;
+        double zk = 0.0;
+        for (int64_t j = 0; j < n; ++j)
+            zk += exp((double)s[j] - s[0]);
+        double before = 0.0;
+        int64_t keep = 0;
+        while (keep < n && before < P * zk) {
+            int64_t e = keep;
+            while (e < n && s[e] == s[keep])
+                before += exp((double)s[e++] - s[0]);
+            keep = e;
+        }
+        while (keep > 1 && (double)s[keep - 1] - s[0] < LOG_MINP)
+            --keep;
+        in_set += st >= s[keep - 1];
+        /* the position rule: the first K places, the first place whose mass
+           before reaches P of theirs, the first below min-p */
+        double zp = 0.0;
+        for (int64_t j = 0; j < K; ++j)
+            zp += exp((double)s[j] - s[0]);
+        int64_t pos = 0;
+        before = 0.0;
+        while (pos < K && before < P * zp && (double)s[pos] - s[0] >= LOG_MINP)
+            before += exp((double)s[pos++] - s[0]);
+        same_prefix += kept[r] == pos;
+    }
+    printf("#   cublas+sort all: token in the kept set (ties kept) %lld/%lld rows; kept prefix as "
+           "the host's position cuts %lld/%lld\n",
+           (long long)in_set, (long long)R, (long long)same_prefix, (long long)R);
+    free(lg);
+    free(s);
+    free(tok);
+    free(kept);
 }
 
 int main(int argc, char **argv)
@@ -206,6 +299,11 @@ int main(int argc, char **argv)
     b.st = bu_dmalloc(sizeof(int32_t) * (size_t)max_rows);
     b.nem = bu_dmalloc(sizeof(int32_t) * (size_t)max_rows);
     b.fallback = bu_dmalloc(sizeof(int32_t) * (size_t)max_rows);
+    b.kept = bu_dmalloc(sizeof(int32_t) * (size_t)max_rows);
+    int64_t max_sample_rows = 0;
+    for (int i = 0; i < nrows; ++i)
+        if (rows_list[i] > max_sample_rows)
+            max_sample_rows = rows_list[i];
 
     printf("%-16s %-8s %5s  %-18s %9s %17s %9s %9s %9s\n", "shape", "logits", "rows", "method",
            "median", "p10-p90", "/fused", "/cublas", "2nd pass");
@@ -220,6 +318,8 @@ int main(int argc, char **argv)
         b.hv = b.h;
         b.logits = bu_dmalloc((size_t)(max_rows * b.V) * 2);
         b.bl_ws = bu_dmalloc(bl_workspace_bytes(max_rows, b.V));
+        b.sort_ws_bytes = bl_sort_filter_workspace_bytes(max_sample_rows, b.V);
+        b.sort_ws = bu_dmalloc(b.sort_ws_bytes);
         CUDA_CHECK(cudaMemset(b.bl_ws, 0, bl_workspace_bytes(max_rows, b.V)));
         size_t wsb = 0, vwsb = 0;
         fs_sample_workspace_size(b.ctx, max_rows, b.V, &wsb);
@@ -275,6 +375,7 @@ int main(int argc, char **argv)
                            (long long)(m >= M_VERIFY ? b.vrows : b.rows), NAMES[m], med[m],
                            spread, med[m] / base, med[m] / med[M_CUBLAS], fbs);
                 }
+                check_sort(&b);
                 fflush(stdout);
                 bl_gemm_destroy(b.gemm);
                 CUDA_CHECK(cudaFree(b.drafts));
@@ -285,6 +386,7 @@ int main(int argc, char **argv)
         CUDA_CHECK(cudaFree(b.h));
         CUDA_CHECK(cudaFree(b.logits));
         CUDA_CHECK(cudaFree(b.bl_ws));
+        CUDA_CHECK(cudaFree(b.sort_ws));
         CUDA_CHECK(cudaFree(b.ws));
     }
     bench_timer_destroy(&t);

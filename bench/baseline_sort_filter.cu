@@ -1,0 +1,259 @@
+/* The sort-based filtered sampler: top-k / top-p / min-p the way an engine
+ * without a fused kernel applies them (vLLM's PyTorch path sorts each row,
+ * masks top-k and top-p by sort position and min-p by probability, then
+ * samples), over bf16 logits already in memory.
+ *
+ * Built to be the leanest such pipeline, so that the fused op is compared
+ * with the best a sort can do, not with PyTorch's extra passes (vLLM
+ * softmaxes, cumsums and scatters the whole row back before sampling):
+ *  1. one pass writes each row's scores as 64-bit keys -- the row in the
+ *     high bits, the score's bits ordered descending below -- and the ids;
+ *  2. one device-wide radix sort of all rows' pairs (CUB's
+ *     DeviceRadixSort over the 32 score bits plus the row bits: a segmented
+ *     sort by one sort, which keeps a single row as fast as many);
+ *  3. a block per row walks its sorted scores only as far as the cuts:
+ *     the top-k mass (the whole row when top-k is off), then the prefix that
+ *     top-p keeps (the crossing token kept) and the one min-p keeps, and
+ *     draws the token by inverse CDF over the kept prefix with a Philox
+ *     uniform (flashspec's coordinates, purpose kPurposeCdf).
+ * Ties at a cut are split by the sort's position, as in vLLM; flashspec keeps
+ * a whole tie group (docs/DESIGN.md, "Sampling filters") -- the kept sets
+ * differ only inside a tie group at the threshold. */
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+#include <cub/device/device_radix_sort.cuh>
+
+#include <math.h>
+#include <stdint.h>
+
+#include "baselines.h"
+#include "philox.h"
+
+namespace {
+
+constexpr int kThreads = 512;
+constexpr int kItems = 4; /* sorted scores a thread takes a step */
+constexpr int kChunk = kThreads * kItems;
+constexpr uint32_t kPurposeCdf = 2; /* as bl_multinomial's uniforms */
+
+/* A float's bits, ordered so that an ascending unsigned sort puts larger
+ * floats first (descending), and back. */
+__device__ __forceinline__ uint32_t desc_bits(float s)
+{
+    const uint32_t u = __float_as_uint(s);
+    const uint32_t asc = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+    return ~asc;
+}
+
+__device__ __forceinline__ float from_desc_bits(uint32_t d)
+{
+    const uint32_t asc = ~d;
+    return __uint_as_float((asc & 0x80000000u) ? (asc & 0x7fffffffu) : ~asc);
+}
+
+/* Row blockIdx.y's keys and ids. */
+__global__ void k_sort_keys(const __nv_bfloat16 *__restrict__ logits, int64_t vocab,
+                            const float *__restrict__ temperature,
+                            unsigned long long *__restrict__ keys, int32_t *__restrict__ ids)
+{
+    const int64_t r = blockIdx.y;
+    const float inv_t = 1.0f / temperature[r];
+    const unsigned long long hi = (unsigned long long)r << 32;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < vocab;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t x = r * vocab + i;
+        keys[x] = hi | desc_bits(__bfloat162float(logits[x]) * inv_t);
+        ids[x] = (int32_t)i;
+    }
+}
+
+/* Row r's sorted score at place j (j < vocab). */
+__device__ __forceinline__ float sorted_score(const unsigned long long *keys, int64_t r,
+                                              int64_t vocab, int64_t j)
+{
+    return from_desc_bits((uint32_t)__ldg(&keys[r * vocab + j]));
+}
+
+using Scan = cub::BlockScan<float, kThreads>;
+using Reduce = cub::BlockReduce<float, kThreads>;
+
+/* One block a row: the cuts, then the draw.  kept[r] = the kept prefix's
+ * length. */
+__global__ void __launch_bounds__(kThreads)
+    k_sort_filter_sample(const unsigned long long *__restrict__ keys,
+                         const int32_t *__restrict__ ids, int64_t vocab,
+                         const int32_t *__restrict__ top_k, const float *__restrict__ top_p,
+                         const float *__restrict__ min_p, const uint64_t *__restrict__ seed,
+                         int32_t *__restrict__ out_tokens, int32_t *__restrict__ out_kept)
+{
+    __shared__ union {
+        typename Scan::TempStorage scan;
+        typename Reduce::TempStorage reduce;
+    } tmp;
+    __shared__ float s_total;
+    __shared__ int64_t s_cut;
+    __shared__ float s_cut_mass;
+    const int64_t r = blockIdx.x;
+    const float mx = sorted_score(keys, r, vocab, 0);
+    const int32_t k = top_k ? top_k[r] : 0;
+    const int64_t kk = k > 0 && k < vocab ? k : vocab;
+    const float p = top_p ? top_p[r] : 1.0f;
+    const float mp = min_p ? min_p[r] : 0.0f;
+
+    /* the top-k set's mass (top-p renormalises over it) */
+    float part = 0.0f;
+    for (int64_t j = threadIdx.x; j < kk; j += kThreads)
+        part += expf(sorted_score(keys, r, vocab, j) - mx);
+    const float zk = Reduce(tmp.reduce).Sum(part);
+    if (threadIdx.x == 0) {
+        s_total = zk;
+        s_cut = kk;
+        s_cut_mass = zk;
+    }
+    __syncthreads();
+    const float zk_all = s_total;
+    /* the cuts: top-p keeps j while the mass before it is < p of the top-k
+       mass, min-p while its weight is >= min_p of the max's */
+    const float p_mass = p * zk_all;
+    float carry = 0.0f;
+    for (int64_t c0 = 0; c0 < kk; c0 += kChunk) {
+        float w[kItems], cum[kItems];
+        const int64_t j0 = c0 + (int64_t)threadIdx.x * kItems;
+#pragma unroll
+        for (int t = 0; t < kItems; ++t)
+            w[t] = j0 + t < kk ? expf(sorted_score(keys, r, vocab, j0 + t) - mx) : 0.0f;
+        float chunk_total;
+        Scan(tmp.scan).InclusiveSum(w, cum, chunk_total);
+#pragma unroll
+        for (int t = 0; t < kItems; ++t) {
+            const int64_t j = j0 + t;
+            if (j >= kk)
+                break;
+            const float incl = carry + cum[t], before = incl - w[t];
+            /* the first place a cut ends the kept prefix: j itself is out */
+            const bool out = (p < 1.0f && before >= p_mass) || (mp > 0.0f && w[t] < mp);
+            if (out)
+                atomicMin(reinterpret_cast<unsigned long long *>(&s_cut),
+                          (unsigned long long)j);
+        }
+        __syncthreads();
+        carry += chunk_total;
+        if (s_cut < kk)
+            break; /* every later place is past the cut */
+        __syncthreads();
+    }
+    __syncthreads();
+    const int64_t n_keep = s_cut;
+    /* the kept mass, and the draw: first j with cumulative mass > u Z */
+    part = 0.0f;
+    for (int64_t j = threadIdx.x; j < n_keep; j += kThreads)
+        part += expf(sorted_score(keys, r, vocab, j) - mx);
+    const float z = Reduce(tmp.reduce).Sum(part);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        s_cut_mass = fs_uniform(fs_philox_draw(seed[r], 0, 0, kPurposeCdf, 0).v[0]) * z;
+        s_cut = n_keep - 1; /* rounding: the last kept token */
+    }
+    __syncthreads();
+    const float target = s_cut_mass;
+    carry = 0.0f;
+    for (int64_t c0 = 0; c0 < n_keep; c0 += kChunk) {
+        float w[kItems], cum[kItems];
+        const int64_t j0 = c0 + (int64_t)threadIdx.x * kItems;
+#pragma unroll
+        for (int t = 0; t < kItems; ++t)
+            w[t] = j0 + t < n_keep ? expf(sorted_score(keys, r, vocab, j0 + t) - mx) : 0.0f;
+        float chunk_total;
+        Scan(tmp.scan).InclusiveSum(w, cum, chunk_total);
+#pragma unroll
+        for (int t = 0; t < kItems; ++t)
+            if (j0 + t < n_keep && w[t] > 0.0f && carry + cum[t] > target) {
+                atomicMin(reinterpret_cast<unsigned long long *>(&s_cut),
+                          (unsigned long long)(j0 + t));
+                break;
+            }
+        __syncthreads();
+        carry += chunk_total;
+        if (carry > target)
+            break; /* crossed in this chunk */
+        __syncthreads();
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        out_tokens[r] = __ldg(&ids[r * vocab + s_cut]);
+        if (out_kept)
+            out_kept[r] = (int32_t)n_keep;
+    }
+}
+
+int row_bits(int64_t rows)
+{
+    int b = 0;
+    while (((int64_t)1 << b) < rows)
+        ++b;
+    return b;
+}
+
+size_t cub_temp_bytes(int64_t rows, int64_t vocab)
+{
+    size_t bytes = 0;
+    cub::DeviceRadixSort::SortPairs(nullptr, bytes, (const unsigned long long *)nullptr,
+                                    (unsigned long long *)nullptr, (const int32_t *)nullptr,
+                                    (int32_t *)nullptr, (int)(rows * vocab), 0,
+                                    32 + row_bits(rows));
+    return bytes;
+}
+
+size_t align256(size_t n)
+{
+    return (n + 255) & ~(size_t)255;
+}
+
+} // namespace
+
+extern "C" size_t bl_sort_filter_workspace_bytes(int64_t rows, int64_t vocab)
+{
+    const size_t n = (size_t)(rows * vocab);
+    return 2 * align256(n * sizeof(unsigned long long)) + 2 * align256(n * sizeof(int32_t)) +
+           align256(cub_temp_bytes(rows, vocab));
+}
+
+extern "C" cudaError_t bl_sort_filter_sample(const void *logits, int64_t rows, int64_t vocab,
+                                             const float *temperature, const int32_t *top_k,
+                                             const float *top_p, const float *min_p,
+                                             const uint64_t *seed, void *ws, size_t ws_bytes,
+                                             int32_t *out_tokens, int32_t *out_kept,
+                                             cudaStream_t stream)
+{
+    /* one sort of every row's pairs: int item counts (CUB's) */
+    if (rows <= 0 || vocab <= 0 || rows > 65535 || rows * vocab > INT32_MAX ||
+        ws_bytes < bl_sort_filter_workspace_bytes(rows, vocab))
+        return cudaErrorInvalidValue;
+    const size_t n = (size_t)(rows * vocab);
+    char *p = static_cast<char *>(ws);
+    auto *keys_in = reinterpret_cast<unsigned long long *>(p);
+    p += align256(n * sizeof(unsigned long long));
+    auto *keys_out = reinterpret_cast<unsigned long long *>(p);
+    p += align256(n * sizeof(unsigned long long));
+    auto *ids_in = reinterpret_cast<int32_t *>(p);
+    p += align256(n * sizeof(int32_t));
+    auto *ids_out = reinterpret_cast<int32_t *>(p);
+    p += align256(n * sizeof(int32_t));
+    size_t temp_bytes = cub_temp_bytes(rows, vocab);
+    /* ~1024 blocks in all: one row spread over the GPU, many rows a few each */
+    const int64_t per_row = (vocab + 255) / 256, cap = (1024 + rows - 1) / rows;
+    const dim3 grid((unsigned)(per_row < cap ? per_row : cap), (unsigned)rows);
+    k_sort_keys<<<grid, 256, 0, stream>>>(static_cast<const __nv_bfloat16 *>(logits), vocab,
+                                          temperature, keys_in, ids_in);
+    cudaError_t e = cub::DeviceRadixSort::SortPairs(p, temp_bytes, keys_in, keys_out, ids_in,
+                                                    ids_out, (int)n, 0, 32 + row_bits(rows),
+                                                    stream);
+    if (e != cudaSuccess)
+        return e;
+    k_sort_filter_sample<<<(unsigned)rows, kThreads, 0, stream>>>(
+        keys_out, ids_out, vocab, top_k, top_p, min_p, seed, out_tokens, out_kept);
+    return cudaGetLastError();
+}
