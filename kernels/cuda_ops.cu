@@ -275,7 +275,7 @@ static fs_hopper_opts hopper_opts_for(const fs_context *ctx, fs_op op, int64_t D
     o.rows_min = ctx->hopper_rows_min;
     if (!o.rows_min && ctx->hopper_rows_early) { /* trees as verify */
         if (o.ew_min_bn <= 80 && !ctx->tile_no_epi_wg) {
-            fs_hopper_rows_span_ew80(D, &o.rows_min, &o.rows_max);
+            fs_hopper_rows_span_ew80(op == FS_OP_VERIFY_TREE, D, &o.rows_min, &o.rows_max);
         } else {
             o.rows_min = fs_hopper_rows_min_fast_hbm(op == FS_OP_ARGMAX, D);
             if (!ctx->tile_no_epi_wg)

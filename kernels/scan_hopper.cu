@@ -1414,12 +1414,20 @@ extern "C" int fs_hopper_ew_min_fast_hbm(int64_t D)
  * at 72-96 rows and 3.5% slower at 128.  With D = 8192 the rows kernel's
  * 128-row block stays the faster at 104-128 rows (sample of 128 rows 0.54
  * against 0.56 ms, draft argmax 0.53 against 0.56).  So the rows kernel
- * takes 97-128 rows where D > 5120 and no count up to 160 elsewhere, for
- * every op. */
-extern "C" void fs_hopper_rows_span_ew80(int64_t D, int64_t *rows_min, int64_t *rows_max)
+ * takes 97-128 rows where D > 5120 and no count up to 160 elsewhere.
+ * Rechecked inside one process, both ways round (flashspec_bench --alt /
+ * tree_bench's tree@alt FLASHSPEC_HOPPER_ROWS_MIN=161 on 128256 x 8192;
+ * bench/results/2026-12-01-h200-alt-rechecks/, a cell's two directions'
+ * geometric mean, EW tile / rows kernel): sample, draft argmax and verify
+ * 1.00-1.04 at 104-128 rows (0.98-0.99 at 100), so they keep the rule;
+ * trees 0.96-0.98 at 104-128 rows (ten cells, four tree shapes, two calls),
+ * so trees take the EW blocks up to 160 rows at every D. */
+extern "C" void fs_hopper_rows_span_ew80(int tree, int64_t D, int64_t *rows_min,
+                                         int64_t *rows_max)
 {
-    *rows_min = D > 5120 ? FS_HOPPER_ROWS_MIN_DEFAULT : FS_HOPPER_TILE_MAX_ROWS + 1;
-    *rows_max = D > 5120 ? 128 : 0;
+    const bool rows_kernel = !tree && D > 5120;
+    *rows_min = rows_kernel ? FS_HOPPER_ROWS_MIN_DEFAULT : FS_HOPPER_TILE_MAX_ROWS + 1;
+    *rows_max = rows_kernel ? 128 : 0;
 }
 
 /* H200, the pairs against the rows kernel in one process.  257-320 rows
@@ -1439,12 +1447,18 @@ extern "C" void fs_hopper_rows_span_ew80(int64_t D, int64_t *rows_min, int64_t *
  * and 193-224 on the third, even or faster at 193-216 rows on the second
  * and 1-4% slower at 224-240 there.  So from 193 rows (241-256 as
  * fs_hopper_pairs_128 says), and from 257 for draft argmax where D >
- * 5120.  An H100 is not measured: the rows kernel keeps it. */
+ * 5120 -- until draft argmax on 128256 x 8192 was rechecked inside one
+ * process, both ways round (flashspec_bench --alt FLASHSPEC_TILE_PAIRS_MIN;
+ * bench/results/2026-12-01-h200-alt-rechecks/, two calls, a cell's two
+ * directions' geometric mean a row count): the pairs 0.96-0.98 x the rows
+ * kernel's time at 196-216 and 224 rows, 0.99-1.02 at 193, 220 and
+ * 228-240, 0.99 on average.  Now from 193 for every op and D.  An H100 is not measured: the
+ * rows kernel keeps it. */
 extern "C" int64_t fs_hopper_pairs_min(int fast_hbm, int argmax, int64_t D)
 {
-    if (!fast_hbm)
-        return 0;
-    return argmax && D > 5120 ? 2 * 128 + 1 : 193;
+    (void)argmax;
+    (void)D;
+    return fast_hbm ? 193 : 0;
 }
 
 /* H200, the pairs in row groups against the rows kernel, each forced, in

@@ -149,8 +149,9 @@ int fs_hopper_ew_min_fast_hbm(int64_t D);
 
 /* On such a chip with the tile kernel's epilogue warps from 80 rows or
  * fewer (fs_hopper_opts::ew_min_bn): the rows the rows kernel takes up to 160,
- * rows_min .. rows_max (0: no bound), for every op with hidden size D. */
-void fs_hopper_rows_span_ew80(int64_t D, int64_t *rows_min, int64_t *rows_max);
+ * rows_min .. rows_max (0: no bound), for tree verify (tree) or another op
+ * with hidden size D. */
+void fs_hopper_rows_span_ew80(int tree, int64_t D, int64_t *rows_min, int64_t *rows_max);
 
 /* The rows from which the tile kernel's pairs take the unfiltered ops, tree
  * verify included (up to 320 rows, 241-256 as fs_hopper_pairs_128 says; 0:

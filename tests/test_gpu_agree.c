@@ -257,6 +257,9 @@ static void test_fused_bf16(void **state)
            of 136-row halves (the last half partly padding), with bias and
            mask; elsewhere the rows kernel */
         {1, FS_DTYPE_BF16, 2003, 136, 1030, 1, 0},
+        /* 200 rows with D > 5120: on an H200 draft argmax in the pairs'
+           104-row halves too (verify of 64 requests, 4-8 rows each) */
+        {1, FS_DTYPE_BF16, 1001, 5128, 200, 0, 0},
     };
     run_cases(cs, sizeof cs / sizeof cs[0]);
 }

@@ -532,6 +532,9 @@ static void test_fused(void **state)
         /* 252 rows: on an H200 the pairs' 128-row halves, elsewhere two
            128-row blocks */
         {1, FS_DTYPE_BF16, 4099, 136, SH_FIXED5, 42, 0},
+        /* 120 rows with D > 5120: on an H200 the tile kernel's 128-row
+           epilogue-warp block (chain ops take the rows kernel there) */
+        {1, FS_DTYPE_BF16, 2003, 5128, SH_FIXED5, 20, 1},
         /* 90 and 180 rows: the epilogue warps' 96-row block (an H200, or
            test_gpu_tree_ew_small) and, under test_gpu_tree_pairs, a pair of
            half-empty 128-row blocks */

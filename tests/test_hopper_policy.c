@@ -89,9 +89,9 @@ static const fs_op all_ops[] = {FS_OP_SAMPLE, FS_OP_ARGMAX, FS_OP_VERIFY, FS_OP_
 
 /* An H200 by default: the epilogue warps from the 48-row block where
  * D <= 5120, from the 80-row one where larger, the tile kernel up to 160
- * rows for every op but 97-128 rows where D > 5120, the rows kernel at
- * 161-192 rows, the pairs at 193-240 in 104-120-row halves (not draft
- * argmax where D > 5120), at 241-256 in 128-row halves for sample and
+ * rows for every op but 97-128 rows where D > 5120 (trees there too), the
+ * rows kernel at 161-192 rows, the pairs at 193-240 in 104-120-row halves,
+ * at 241-256 in 128-row halves for sample and
  * verify where D <= 5120 and for trees (else the rows kernel), the pairs
  * at 257-320 in halves that step by 8 rows, past them the pairs in two or
  * three row groups up to 960 rows where they pad fewer rows than the rows
@@ -113,25 +113,21 @@ static void test_h200_defaults(void **state)
             expect(&ctx, op, D, 49, 64, TILE, 64, D <= 5120, 0);
             expect(&ctx, op, D, 65, 80, TILE, 80, 1, 0);
             expect(&ctx, op, D, 81, 96, TILE, 96, 1, 0);
-            if (D > 5120)
+            if (D > 5120 && op != FS_OP_VERIFY_TREE)
                 expect(&ctx, op, D, 97, 128, ROWS, 0, 0, 0);
             else
                 expect(&ctx, op, D, 97, 128, TILE, 128, 1, 0);
             expect(&ctx, op, D, 129, 144, TILE, 144, 1, 0);
             expect(&ctx, op, D, 145, 160, TILE, 160, 1, 0);
             expect(&ctx, op, D, 161, 192, ROWS, 0, 0, 0);
-            if (op == FS_OP_ARGMAX && D > 5120) {
-                expect(&ctx, op, D, 193, 256, ROWS, 0, 0, 0);
-            } else {
-                expect(&ctx, op, D, 193, 208, TILE, 104, 1, 1);
-                expect(&ctx, op, D, 209, 224, TILE, 112, 1, 1);
-                expect(&ctx, op, D, 225, 240, TILE, 120, 1, 1);
-                if (((op == FS_OP_SAMPLE || op == FS_OP_VERIFY) && D <= 5120) ||
-                    op == FS_OP_VERIFY_TREE)
-                    expect(&ctx, op, D, 241, 256, TILE, 128, 1, 1);
-                else
-                    expect(&ctx, op, D, 241, 256, ROWS, 0, 0, 0);
-            }
+            expect(&ctx, op, D, 193, 208, TILE, 104, 1, 1);
+            expect(&ctx, op, D, 209, 224, TILE, 112, 1, 1);
+            expect(&ctx, op, D, 225, 240, TILE, 120, 1, 1);
+            if (((op == FS_OP_SAMPLE || op == FS_OP_VERIFY) && D <= 5120) ||
+                op == FS_OP_VERIFY_TREE)
+                expect(&ctx, op, D, 241, 256, TILE, 128, 1, 1);
+            else
+                expect(&ctx, op, D, 241, 256, ROWS, 0, 0, 0);
             expect(&ctx, op, D, 257, 272, TILE, 136, 1, 1);
             expect(&ctx, op, D, 273, 288, TILE, 144, 1, 1);
             expect(&ctx, op, D, 289, 304, TILE, 152, 1, 1);

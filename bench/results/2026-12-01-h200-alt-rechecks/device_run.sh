@@ -81,5 +81,39 @@ el trees
 run sweep 200 FS_UNSET=1 $X --json $O/sweep.json
 el sweep
 ;;
+4)
+# two more H200 rules set across processes, with D = 8192: draft argmax
+# keeps the rows kernel at 193-256 rows (pairs from 257:
+# FLASHSPEC_TILE_PAIRS_MIN=193 makes them take 193-240 too), and every op
+# keeps the rows kernel at 97-128 rows (FLASHSPEC_HOPPER_ROWS_MIN=161: the
+# tile kernel's EW blocks up to 160 rows; =0: automatic)
+a="--shapes 128256x8192 --rows 193,200,208,216,224,232,240 --ops argmax --rounds 4 --reps 8 --warmup 3"
+run argmax_pairs_alt 150 FS_UNSET=1 $X $a --alt FLASHSPEC_TILE_PAIRS_MIN=193
+run argmax_pairs_swap 150 FLASHSPEC_TILE_PAIRS_MIN=193 $X $a --alt FLASHSPEC_TILE_PAIRS_MIN=257
+a="--shapes 128256x8192 --rows 100,104,112,120,128 --requests 20,24 --rounds 4 --reps 8 --warmup 3"
+run tile128_alt 150 FS_UNSET=1 $X $a --alt FLASHSPEC_HOPPER_ROWS_MIN=161
+run tile128_swap 150 FLASHSPEC_HOPPER_ROWS_MIN=161 $X $a --alt FLASHSPEC_HOPPER_ROWS_MIN=0
+t="--shapes 128256x8192 --requests 4 --nodes 25,27,31 --rounds 4 --reps 6"
+run tree_tile128_alt 120 TREE_BENCH_ALT=FLASHSPEC_HOPPER_ROWS_MIN=161 $TB $t
+run tree_tile128_swap 120 FLASHSPEC_HOPPER_ROWS_MIN=161 TREE_BENCH_ALT=FLASHSPEC_HOPPER_ROWS_MIN=0 $TB $t
+el stage4
+;;
+5)
+# the build that takes both (draft argmax in pairs from 193 rows at every D;
+# trees on the EW blocks at 97-128 rows where D > 5120): the tests of those
+# paths, then each against its old setting, both ways round, on more cells
+(cd $B && timeout 300 ctest -R '^test_gpu_(tree|agree|tree_pairs|agree_pairs)$' -j4 --output-on-failure > $O/ctest_5.txt 2>&1; echo "rc=$?" >> $O/ctest_5.txt)
+el tests
+a="--shapes 128256x8192 --rows 193,196,200,204,208,212,216,220,224,228,232,236,240 --ops argmax --rounds 4 --reps 8 --warmup 3"
+run argmax_pairs_new_alt_old 200 FS_UNSET=1 $X $a --alt FLASHSPEC_TILE_PAIRS_MIN=257
+run argmax_pairs_old_alt_new 200 FLASHSPEC_TILE_PAIRS_MIN=257 $X $a --alt FLASHSPEC_TILE_PAIRS_MIN=193
+for t in "4 25,27,31" "8 12,13,15" "16 6,7" "2 55,63"; do
+  set -- $t
+  a="--shapes 128256x8192 --requests $1 --nodes $2 --rounds 4 --reps 6"
+  run tree_ew128_r$1_new_alt_old 120 TREE_BENCH_ALT=FLASHSPEC_HOPPER_ROWS_MIN=97 $TB $a
+  run tree_ew128_r$1_old_alt_new 120 FLASHSPEC_HOPPER_ROWS_MIN=97 TREE_BENCH_ALT=FLASHSPEC_HOPPER_ROWS_MIN=0 $TB $a
+done
+el stage5
+;;
 esac
 tar czf $OUT/out.tgz -C $O .
