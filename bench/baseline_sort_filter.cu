@@ -80,6 +80,34 @@ __device__ __forceinline__ float sorted_score(const unsigned long long *keys, in
 using Scan = cub::BlockScan<float, kThreads>;
 using Reduce = cub::BlockReduce<float, kThreads>;
 
+/* The weights exp(s_j - mx) of this thread's places of the chunk at c0 (0
+ * at and past end) and their inclusive prefix sums over the block; returns
+ * the chunk's total.  Every thread calls it. */
+__device__ __forceinline__ float chunk_scan(const unsigned long long *keys, int64_t r,
+                                            int64_t vocab, int64_t c0, int64_t end, float mx,
+                                            float (&w)[kItems], float (&cum)[kItems],
+                                            typename Scan::TempStorage &ts)
+{
+    const int64_t j0 = c0 + (int64_t)threadIdx.x * kItems;
+#pragma unroll
+    for (int t = 0; t < kItems; ++t)
+        w[t] = j0 + t < end ? expf(sorted_score(keys, r, vocab, j0 + t) - mx) : 0.0f;
+    float total;
+    Scan(ts).InclusiveSum(w, cum, total);
+    return total;
+}
+
+/* The mass of sorted places [0, end), in thread 0.  Every thread calls it. */
+__device__ __forceinline__ float prefix_mass(const unsigned long long *keys, int64_t r,
+                                             int64_t vocab, int64_t end, float mx,
+                                             typename Reduce::TempStorage &ts)
+{
+    float part = 0.0f;
+    for (int64_t j = threadIdx.x; j < end; j += kThreads)
+        part += expf(sorted_score(keys, r, vocab, j) - mx);
+    return Reduce(ts).Sum(part);
+}
+
 /* One block a row: the cuts, then the draw.  kept[r] = the kept prefix's
  * length. */
 __global__ void __launch_bounds__(kThreads)
@@ -95,7 +123,7 @@ __global__ void __launch_bounds__(kThreads)
     } tmp;
     __shared__ float s_total;
     __shared__ int64_t s_cut;
-    __shared__ float s_cut_mass;
+    __shared__ float s_target;
     const int64_t r = blockIdx.x;
     const float mx = sorted_score(keys, r, vocab, 0);
     const int32_t k = top_k ? top_k[r] : 0;
@@ -104,14 +132,10 @@ __global__ void __launch_bounds__(kThreads)
     const float mp = min_p ? min_p[r] : 0.0f;
 
     /* the top-k set's mass (top-p renormalises over it) */
-    float part = 0.0f;
-    for (int64_t j = threadIdx.x; j < kk; j += kThreads)
-        part += expf(sorted_score(keys, r, vocab, j) - mx);
-    const float zk = Reduce(tmp.reduce).Sum(part);
+    const float zk = prefix_mass(keys, r, vocab, kk, mx, tmp.reduce);
     if (threadIdx.x == 0) {
         s_total = zk;
         s_cut = kk;
-        s_cut_mass = zk;
     }
     __syncthreads();
     const float zk_all = s_total;
@@ -121,12 +145,8 @@ __global__ void __launch_bounds__(kThreads)
     float carry = 0.0f;
     for (int64_t c0 = 0; c0 < kk; c0 += kChunk) {
         float w[kItems], cum[kItems];
+        const float chunk_total = chunk_scan(keys, r, vocab, c0, kk, mx, w, cum, tmp.scan);
         const int64_t j0 = c0 + (int64_t)threadIdx.x * kItems;
-#pragma unroll
-        for (int t = 0; t < kItems; ++t)
-            w[t] = j0 + t < kk ? expf(sorted_score(keys, r, vocab, j0 + t) - mx) : 0.0f;
-        float chunk_total;
-        Scan(tmp.scan).InclusiveSum(w, cum, chunk_total);
 #pragma unroll
         for (int t = 0; t < kItems; ++t) {
             const int64_t j = j0 + t;
@@ -148,26 +168,19 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
     const int64_t n_keep = s_cut;
     /* the kept mass, and the draw: first j with cumulative mass > u Z */
-    part = 0.0f;
-    for (int64_t j = threadIdx.x; j < n_keep; j += kThreads)
-        part += expf(sorted_score(keys, r, vocab, j) - mx);
-    const float z = Reduce(tmp.reduce).Sum(part);
+    const float z = prefix_mass(keys, r, vocab, n_keep, mx, tmp.reduce);
     __syncthreads();
     if (threadIdx.x == 0) {
-        s_cut_mass = fs_uniform(fs_philox_draw(seed[r], 0, 0, kPurposeCdf, 0).v[0]) * z;
+        s_target = fs_uniform(fs_philox_draw(seed[r], 0, 0, kPurposeCdf, 0).v[0]) * z;
         s_cut = n_keep - 1; /* rounding: the last kept token */
     }
     __syncthreads();
-    const float target = s_cut_mass;
+    const float target = s_target;
     carry = 0.0f;
     for (int64_t c0 = 0; c0 < n_keep; c0 += kChunk) {
         float w[kItems], cum[kItems];
+        const float chunk_total = chunk_scan(keys, r, vocab, c0, n_keep, mx, w, cum, tmp.scan);
         const int64_t j0 = c0 + (int64_t)threadIdx.x * kItems;
-#pragma unroll
-        for (int t = 0; t < kItems; ++t)
-            w[t] = j0 + t < n_keep ? expf(sorted_score(keys, r, vocab, j0 + t) - mx) : 0.0f;
-        float chunk_total;
-        Scan(tmp.scan).InclusiveSum(w, cum, chunk_total);
 #pragma unroll
         for (int t = 0; t < kItems; ++t)
             if (j0 + t < n_keep && w[t] > 0.0f && carry + cum[t] > target) {

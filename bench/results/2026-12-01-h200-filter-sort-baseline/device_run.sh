@@ -27,5 +27,11 @@ for f in filter_bench filter_bench_mut; do
   echo "rc=$?" >> /tmp/o/check_$f.txt
 done
 ;;
+3)
+# the pipeline's two passes along the sorted row as shared helpers
+# (chunk_scan, prefix_mass): the check again on every logit shape
+timeout 150 /tmp/fb/bench/filter_bench --rows 1,16,64 --shapes 151936x4096,30011x64 --logits 1,2,0 --rounds 1 --reps 3 > /tmp/o/check_helpers.txt 2>&1
+echo "rc=$?" >> /tmp/o/check_helpers.txt
+;;
 esac
 tar czf $OUT/out.tgz -C /tmp/o .
