@@ -115,5 +115,10 @@ for t in "4 25,27,31" "8 12,13,15" "16 6,7" "2 55,63"; do
 done
 el stage5
 ;;
+6)
+# the session's last build (318f193): every GPU test
+(cd $B && timeout 480 ctest -L gpu -j4 --output-on-failure > $O/ctest_gpu_6.txt 2>&1; echo "rc=$?" >> $O/ctest_gpu_6.txt)
+el tests
+;;
 esac
 tar czf $OUT/out.tgz -C $O .
