@@ -18,7 +18,10 @@
  * second context created with VAR=VALUE in the environment (a knob of
  * docs/TUNING.md), alternated with the others in the same process -- an A/B
  * of a knob that runs in separate processes moves with the chip's power
- * state between them (5-12% at 400-1600 rows on an H200).
+ * state between them (5-12% at 400-1600 rows on an H200).  tree@alt always
+ * follows the same method in a round, so run it both ways round (the knob
+ * set for the process, the default as TREE_BENCH_ALT) and read the two with
+ * bench/tools/alt_table.py.
  *
  * Usage: tree_bench [--requests 1,4,16,64] [--nodes 8,16,32,64] [--rounds 3]
  *                   [--reps 10] [--shapes 151936x4096,128256x8192] */
