@@ -289,7 +289,7 @@ static fs_hopper_opts hopper_opts_for(const fs_context *ctx, fs_op op, int64_t D
     o.tile_pairs_min = ctx->tile_pairs_min >= 0 ? ctx->tile_pairs_min
                        : ctx->hopper_rows_min
                            ? 0
-                           : fs_hopper_pairs_min(ctx->hopper_rows_early, op == FS_OP_ARGMAX, D);
+                           : fs_hopper_pairs_min(ctx->hopper_rows_early);
     o.pairs_128 = ctx->tile_pairs_128 >= 0
                       ? ctx->tile_pairs_128
                       : fs_hopper_pairs_128(ctx->hopper_rows_early,

@@ -1452,12 +1452,10 @@ extern "C" void fs_hopper_rows_span_ew80(int tree, int64_t D, int64_t *rows_min,
  * bench/results/2026-12-01-h200-alt-rechecks/, two calls, a cell's two
  * directions' geometric mean a row count): the pairs 0.96-0.98 x the rows
  * kernel's time at 196-216 and 224 rows, 0.99-1.02 at 193, 220 and
- * 228-240, 0.99 on average.  Now from 193 for every op and D.  An H100 is not measured: the
- * rows kernel keeps it. */
-extern "C" int64_t fs_hopper_pairs_min(int fast_hbm, int argmax, int64_t D)
+ * 228-240, 0.99 on average.  Now from 193 for every op and D.  An H100 is
+ * not measured: the rows kernel keeps it. */
+extern "C" int64_t fs_hopper_pairs_min(int fast_hbm)
 {
-    (void)argmax;
-    (void)D;
     return fast_hbm ? 193 : 0;
 }
 

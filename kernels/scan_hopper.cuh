@@ -155,9 +155,9 @@ void fs_hopper_rows_span_ew80(int tree, int64_t D, int64_t *rows_min, int64_t *r
 
 /* The rows from which the tile kernel's pairs take the unfiltered ops, tree
  * verify included (up to 320 rows, 241-256 as fs_hopper_pairs_128 says; 0:
- * never), on a chip whose memory outpaces an H100's (fast_hbm) or not, for
- * draft argmax (argmax) or another op on an LM head of hidden size D. */
-int64_t fs_hopper_pairs_min(int fast_hbm, int argmax, int64_t D);
+ * never), on a chip whose memory outpaces an H100's (fast_hbm) or not --
+ * every op and hidden size alike where measured. */
+int64_t fs_hopper_pairs_min(int fast_hbm);
 
 /* The most rows the tile kernel's pairs take in row groups past 320 rows
  * (fs_hopper_opts::tile_groups_max; 0: never) on a chip whose memory
