@@ -62,6 +62,7 @@ typedef struct bench {
 static int run(void *arg)
 {
     bench *b = arg;
+    fs_context *ctx = b->method == M_TREE_ALT ? b->alt : b->ctx;
     fs_lm_head head = {b->w, b->V, b->D, FS_DTYPE_BF16};
     fs_sampling p;
     memset(&p, 0, sizeof p);
@@ -79,15 +80,15 @@ static int run(void *arg)
     case M_TREE_LOGITS:
         if (bl_gemm_run(b->gemm, b->w, b->h, b->logits, b->stream))
             return 1;
-        s = fs_verify_tree_logits(b->ctx, b->logits, FS_DTYPE_BF16, b->V, &b->tree, &p, b->ws,
+        s = fs_verify_tree_logits(ctx, b->logits, FS_DTYPE_BF16, b->V, &b->tree, &p, b->ws,
                                   b->ws_bytes, b->tok, b->path, b->nem, b->lp, b->st);
         break;
     default:
-        s = fs_verify_tree(b->method == M_TREE_ALT ? b->alt : b->ctx, &head, b->h, &b->tree, &p,
-                           b->ws, b->ws_bytes, b->tok, b->path, b->nem, b->lp, b->st);
+        s = fs_verify_tree(ctx, &head, b->h, &b->tree, &p, b->ws, b->ws_bytes, b->tok, b->path,
+                           b->nem, b->lp, b->st);
     }
     if (s != FS_OK)
-        fprintf(stderr, "%s: %s\n", NAMES[b->method], fs_context_last_error(b->ctx));
+        fprintf(stderr, "%s: %s\n", NAMES[b->method], fs_context_last_error(ctx));
     return s != FS_OK;
 }
 
@@ -201,15 +202,18 @@ int main(int argc, char **argv)
                 b.nodes = nodes[ni];
                 b.rows = b.requests * (b.nodes + 1);
                 make_tree(&b, b.V);
-                size_t wsb = 0, wsa = 0;
-                if (fs_verify_tree_workspace_size(b.ctx, b.requests, b.tree.num_nodes, b.V, &wsb) !=
-                        FS_OK ||
-                    (b.alt && fs_verify_tree_workspace_size(b.alt, b.requests, b.tree.num_nodes,
-                                                            b.V, &wsa) != FS_OK)) {
-                    fprintf(stderr, "workspace: %s\n", fs_context_last_error(b.ctx));
-                    return 1;
+                /* one workspace serves both contexts */
+                fs_context *const ctxs[2] = {b.ctx, b.alt};
+                size_t wsb = 0;
+                for (int c = 0; c < 2 && ctxs[c]; ++c) {
+                    size_t need = 0;
+                    if (fs_verify_tree_workspace_size(ctxs[c], b.requests, b.tree.num_nodes, b.V,
+                                                      &need) != FS_OK) {
+                        fprintf(stderr, "workspace: %s\n", fs_context_last_error(ctxs[c]));
+                        return 1;
+                    }
+                    wsb = need > wsb ? need : wsb;
                 }
-                wsb = wsa > wsb ? wsa : wsb;
                 b.ws_bytes = wsb;
                 b.ws = bu_dmalloc(wsb);
                 if (bl_gemm_create(&b.gemm, b.V, b.D, b.rows, b.w, b.h, b.logits, 0, b.stream)) {
