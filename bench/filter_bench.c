@@ -38,6 +38,7 @@
 
 #include "baselines.h"
 #include "filter_inputs.h"
+#include "filter_ref.h"
 #include "flashspec.h"
 #include "bench_util.h"
 #include "timing.h"
@@ -166,17 +167,19 @@ static int desc_float(const void *a, const void *b)
 }
 
 /* The sort-based pipeline's last call (all three filters, T = 1) against
- * the host's sort of each row: the token must lie in the kept set of
- * docs/DESIGN.md's rule (ties at a threshold kept), and the kept prefix must
- * be the one the pipeline's own rule gives (cuts by sort position, as
- * vLLM's; the two differ where a tie group straddles the top-k cut, whose
- * whole group then also enters top-p's mass).  Prints the rows that pass
- * each. */
+ * the host: the token must lie in the kept set of docs/DESIGN.md's rule
+ * (ties at a threshold kept; the tests' oracle, ref_filter_keep, exact), and
+ * the kept prefix must be the one the pipeline's own rule gives on the
+ * host's sort of the row (cuts by sort position, as vLLM's; the two differ
+ * where a tie group straddles the top-k cut, whose whole group then also
+ * enters top-p's mass).  Prints the rows that pass each. */
 static void check_sort(bench *b)
 {
     const int64_t R = b->rows, V = b->V;
     uint16_t *lg = malloc(sizeof(uint16_t) * (size_t)(R * V));
     float *s = malloc(sizeof(float) * (size_t)V);
+    double *sd = malloc(sizeof(double) * (size_t)V);
+    unsigned char *keep = malloc((size_t)V);
     int32_t *tok = malloc(sizeof(int32_t) * (size_t)R), *kept = malloc(sizeof(int32_t) * (size_t)R);
     b->method = M_SORT_ALL;
     if (run(b))
@@ -187,40 +190,24 @@ static void check_sort(bench *b)
     CUDA_CHECK(cudaMemcpy(kept, b->kept, sizeof(int32_t) * (size_t)R, cudaMemcpyDeviceToHost));
     const double P = 0.9, LOG_MINP = log(0.05);
     const int64_t K = 50 < V ? 50 : V;
+    const ref_filter f = {50, P, 0.05};
     int64_t in_set = 0, same_prefix = 0;
     for (int64_t r = 0; r < R; ++r) {
         for (int64_t i = 0; i < V; ++i) {
             const uint32_t bits = (uint32_t)lg[r * V + i] << 16;
             memcpy(&s[i], &bits, sizeof bits);
+            sd[i] = s[i];
         }
-        const float st = tok[r] >= 0 && tok[r] < V ? s[tok[r]] : NAN;
+        ref_filter_keep(sd, V, &f, 0.0, keep);
+        in_set += tok[r] >= 0 && tok[r] < V && keep[tok[r]];
+        /* the position rule on the sorted row: the first K places, the first
+           place whose mass before reaches P of theirs, the first below min-p */
         qsort(s, (size_t)V, sizeof(float), desc_float);
-        /* DESIGN's rule: top-k with its ties, top-p by tie groups over that
-           set's mass, min-p */
-        int64_t n = K;
-        while (n < V && s[n] == s[n - 1])
-            ++n;
-        double zk = 0.0;
-        for (int64_t j = 0; j < n; ++j)
-            zk += exp((double)s[j] - s[0]);
-        double before = 0.0;
-        int64_t keep = 0;
-        while (keep < n && before < P * zk) {
-            int64_t e = keep;
-            while (e < n && s[e] == s[keep])
-                before += exp((double)s[e++] - s[0]);
-            keep = e;
-        }
-        while (keep > 1 && (double)s[keep - 1] - s[0] < LOG_MINP)
-            --keep;
-        in_set += st >= s[keep - 1];
-        /* the position rule: the first K places, the first place whose mass
-           before reaches P of theirs, the first below min-p */
         double zp = 0.0;
         for (int64_t j = 0; j < K; ++j)
             zp += exp((double)s[j] - s[0]);
         int64_t pos = 0;
-        before = 0.0;
+        double before = 0.0;
         while (pos < K && before < P * zp && (double)s[pos] - s[0] >= LOG_MINP)
             before += exp((double)s[pos++] - s[0]);
         same_prefix += kept[r] == pos;
@@ -230,6 +217,8 @@ static void check_sort(bench *b)
            (long long)in_set, (long long)R, (long long)same_prefix, (long long)R);
     free(lg);
     free(s);
+    free(sd);
+    free(keep);
     free(tok);
     free(kept);
 }

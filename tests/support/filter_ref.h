@@ -41,7 +41,8 @@ int32_t ref_filter_status(const fs_sampling *p, int64_t r);
 
 /* keep[V] = 1 for the kept tokens of a row with scores s[V] (-inf: not
  * allowed).  slack 0: exact; +1: the widest set rounding could give; -1: the
- * narrowest (slack scales FILTER_REF_TOL and FILTER_REF_MASS_TOL). */
+ * narrowest (slack scales FILTER_REF_TOL and FILTER_REF_MASS_TOL).  In
+ * filter_keep.c, which needs nothing else (filter_bench compiles it). */
 void ref_filter_keep(const double *s, int64_t V, const ref_filter *f, double slack,
                      unsigned char *keep);
 
