@@ -911,6 +911,44 @@ __device__ __forceinline__ void ew_epilogue(const Args &a, const float *epi, uns
                    (C::STAGES * C::STAGE_BYTES) / (int)sizeof(fs_record));
 }
 
+/* The filtered kernels' candidate lists at the end of a CTA: staged in the
+ * stages, which every tile has consumed by then, [row][FS_HOPPER_TILE_LISTS]
+ * as in global memory. */
+template <int BN> __device__ __forceinline__ fs_cand_list *stage_lists_at(unsigned char *smem)
+{
+    static_assert(Cfg<BN>::STAGES * Cfg<BN>::STAGE_BYTES >=
+                      BN * FS_HOPPER_TILE_LISTS * (int)sizeof(fs_cand_list),
+                  "a CTA's lists fit the stages");
+    return reinterpret_cast<fs_cand_list *>(smem);
+}
+
+/* Copy the staged lists out, a row's FS_HOPPER_TILE_LISTS (320 contiguous
+ * bytes at a 16-byte boundary: launch checks the array) in 16-byte units by
+ * every consumer.  Each thread storing its own 40-byte list, and a row's
+ * first thread the row's empty ones (up to 7), queued their stores at every
+ * CTA's end ('lg throttle' at the empty lists' stores: 1.7% of the 64-row
+ * kernel's warp samples under ncu), and the merge kernel waits for the last
+ * CTA: with the copy, all three filters on 151936 x 4096 cost 1.042 /
+ * 1.048 / 1.071 x the unfiltered sample at 48 / 64 / 128 rows, against
+ * 1.060 / 1.074 / 1.114 (H200, bench/results/2026-12-01-h200-filter-list-copy/).
+ * The barrier after it frees the stages for fs_op_tail's scratch. */
+template <int BN>
+__device__ __forceinline__ void copy_lists(const Args &a, unsigned char *smem, int ct)
+{
+    constexpr int U = FS_HOPPER_TILE_LISTS * (int)sizeof(fs_cand_list) / 16;
+    static_assert(U * 16 == FS_HOPPER_TILE_LISTS * (int)sizeof(fs_cand_list), "16-byte units");
+    consumer_bar(); /* every row's lists staged */
+    const int nrows = a.rows < BN ? (int)a.rows : BN;
+    const float4 *src = reinterpret_cast<const float4 *>(stage_lists_at<BN>(smem));
+    for (int i = ct; i < nrows * U; i += NCT) {
+        const int r = i / U;
+        float4 *dst = reinterpret_cast<float4 *>(a.cands + ((int64_t)r * a.n_recs + blockIdx.x) *
+                                                                FS_HOPPER_TILE_LISTS);
+        dst[i - r * U] = src[i];
+    }
+    consumer_bar();
+}
+
 template <int BN, bool BF16, bool FILT, bool EW, bool PAIR>
 __global__ void __launch_bounds__(EW ? threads_ew(BN) : THREADS, 1)
     fsh_scan_kernel(const __grid_constant__ CUtensorMap tmw, const __grid_constant__ CUtensorMap tmh,
@@ -1103,21 +1141,22 @@ __global__ void __launch_bounds__(EW ? threads_ew(BN) : THREADS, 1)
         if (e.write)
             a.recs[e.row * a.n_recs + blockIdx.x] = e.rec;
         if (FILT && row_ok) {
-            /* every thread's list unmerged: the more lists, the longer the
-               exact prefix they give (src/cand_list.h) */
-            fs_cand_list *out =
-                a.cands + (e.row * a.n_recs + blockIdx.x) * FS_HOPPER_TILE_LISTS;
+            /* every thread's list unmerged (the more lists, the longer the
+               exact prefix they give: src/cand_list.h), and the row's empty
+               ones past its TPB threads, staged for the copy below */
+            fs_cand_list *sl = stage_lists_at<BN>(smem) + e.row * FS_HOPPER_TILE_LISTS;
             if (!e.filt)
                 fs_cand_init(&e.cl);
-            out[q] = e.cl;
-            if (q == 0)
-                for (int k = C::TPB; k < FS_HOPPER_TILE_LISTS; ++k) {
-                    fs_cand_list none;
-                    fs_cand_init(&none);
-                    out[k] = none;
-                }
+            sl[q] = e.cl;
+            for (int k = q + C::TPB; k < FS_HOPPER_TILE_LISTS; k += C::TPB) {
+                fs_cand_list none;
+                fs_cand_init(&none);
+                sl[k] = none;
+            }
         }
     }
+    if (FILT)
+        copy_lists<BN>(a, smem, ct);
     probe.at_done(ct);
     if (!FILT && a.tail.single) {
         /* every CTA's records (and CTA 0's descriptors) written; the op
@@ -1200,6 +1239,8 @@ cudaError_t launch(const CUtensorMap &tw, const void *H, int is_bf16, int64_t D,
        launch, cooperative for its grid barrier (the grid is at most one CTA
        an SM, fs_hopper_records_per_row) */
     const bool filt = a.cands != nullptr;
+    if (reinterpret_cast<uintptr_t>(a.cands) % 16 != 0)
+        return cudaErrorMisalignedAddress; /* copy_lists' 16-byte stores */
     if ((ew && !ew_bn(BN)) || (pair && (!ew || !pair_kernel_bn(BN) || a0.tail.single)) ||
         (pair_only_bn(BN) && !pair))
         return cudaErrorInvalidValue; /* pairs: pair_bn's EW kernels, no single launch */
