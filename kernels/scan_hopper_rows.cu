@@ -840,21 +840,40 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
         if (gc == 0 && own1)
             a.recs[(int64_t)r1.row * a.slots + q.slot] = p1;
         if (FILT) {
-            /* every lane's lists unmerged: the more lists, the longer the
-               exact prefix (src/cand_list.h) */
+            /* every lane's lists unmerged (the more lists, the longer the
+               exact prefix: src/cand_list.h), the warp's 16 rows copied by
+               the warp: a row's 8 lists are 40 contiguous 8-byte words in
+               global memory and its quad's lanes' two each in shared memory,
+               so lane l takes words l, l + 32, ... of the rows in turn and a
+               store covers 256 contiguous bytes, where each lane storing its
+               own lists, 80 bytes a row, left gaps between the quad's lanes
+               (as the tile kernel's did: copy_lists in scan_hopper.cu).
+               All three filters' sample of 256 / 512 rows 0.5-3% faster
+               and verify of 1280-2560 rows 1-2.5% on an H200
+               (bench/results/2026-12-01-h200-filter-list-copy/, call 4) */
             static_assert(4 * 2 == FS_HOPPER_TILE_LISTS, "a quad's lists per (row, slot)");
-            if (own0) {
-                fs_cand_list *out = a.cands + ((int64_t)r0.row * a.slots + q.slot) *
-                                                  FS_HOPPER_TILE_LISTS + 2 * gc;
-                out[0] = lists[0];
-                out[1] = lists[1];
+            constexpr int LW = (int)(sizeof(fs_cand_list) / sizeof(uint2));
+            static_assert(LW * sizeof(uint2) == sizeof(fs_cand_list), "lists of 8-byte words");
+            static_assert((STAGES * STAGE_BYTES + S::BAR_BYTES + S::DESC_BYTES + S::NOISE_BYTES) %
+                                  8 == 0,
+                          "s_lists at an 8-byte boundary");
+            constexpr int RW = FS_HOPPER_TILE_LISTS * LW; /* words a row */
+            __syncwarp(); /* every lane's lists are in shared memory */
+            const fs_cand_list *wl = s_lists + 4 * (ct & ~31);
+            for (int w = lane; w < 16 * RW; w += 32) {
+                const int jr = w / RW, k = w - jr * RW, l = k / LW;
+                const int64_t row = slot_row(q.rb, cw * 64 + 16 * wi + jr, BR, a.rows, MULTI);
+                if (row < 0)
+                    continue;
+                /* the row's list l: list l % 2 of the row's lane 4 (jr % 8) + l / 2,
+                   2 and 3 for its second row (jr >= 8) */
+                const fs_cand_list *src =
+                    wl + 4 * (4 * (jr & 7) + (l >> 1)) + (jr >= 8 ? 2 : 0) + (l & 1);
+                uint2 *dst = reinterpret_cast<uint2 *>(
+                    a.cands + (row * a.slots + q.slot) * FS_HOPPER_TILE_LISTS);
+                dst[k] = reinterpret_cast<const uint2 *>(src)[k - l * LW];
             }
-            if (own1) {
-                fs_cand_list *out = a.cands + ((int64_t)r1.row * a.slots + q.slot) *
-                                                  FS_HOPPER_TILE_LISTS + 2 * gc;
-                out[0] = lists[2];
-                out[1] = lists[3];
-            }
+            __syncwarp(); /* read before the next job's lists are reset */
         }
         if (!more(jb))
             break;
