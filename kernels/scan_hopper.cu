@@ -1460,7 +1460,10 @@ extern "C" int fs_hopper_ew_min_fast_hbm(int64_t D)
  * tree_bench's tree@alt FLASHSPEC_HOPPER_ROWS_MIN=161 on 128256 x 8192;
  * bench/results/2026-12-01-h200-alt-rechecks/, a cell's two directions'
  * geometric mean, EW tile / rows kernel): sample, draft argmax and verify
- * 1.00-1.04 at 104-128 rows (0.98-0.99 at 100), so they keep the rule;
+ * 1.00-1.04 at 104-128 rows (0.98-0.99 at 100; at 97 / 100 / 103 rows,
+ * bench/results/2026-12-01-h200-filter-list-copy/ call 1, sample and draft
+ * argmax 0.986-1.016, verify of 20 requests 0.934 in a cell whose rounds
+ * spread 0.59-1.16 ms), so they keep the rule;
  * trees 0.96-0.98 at 104-128 rows (ten cells, four tree shapes, two calls),
  * so trees take the EW blocks up to 160 rows at every D. */
 extern "C" void fs_hopper_rows_span_ew80(int tree, int64_t D, int64_t *rows_min,
