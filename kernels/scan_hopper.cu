@@ -1460,17 +1460,18 @@ extern "C" int fs_hopper_ew_min_fast_hbm(int64_t D)
  * tree_bench's tree@alt FLASHSPEC_HOPPER_ROWS_MIN=161 on 128256 x 8192;
  * bench/results/2026-12-01-h200-alt-rechecks/, a cell's two directions'
  * geometric mean, EW tile / rows kernel): sample, draft argmax and verify
- * 1.00-1.04 at 104-128 rows (0.98-0.99 at 100; at 97 / 100 / 103 rows,
- * bench/results/2026-12-01-h200-filter-list-copy/ call 1, sample and draft
- * argmax 0.986-1.016, verify of 20 requests 0.934 in a cell whose rounds
- * spread 0.59-1.16 ms), so they keep the rule;
+ * 1.00-1.04 at 104-128 rows, so they keep the rows kernel there; at 97-103
+ * rows (bench/results/2026-12-01-h200-filter-list-copy/, calls 1 and 6,
+ * with the alt-rechecks' 100 rows) sample 0.983-0.998, draft argmax
+ * 0.987-1.016 and verify of 20 requests (100 rows) 0.966-0.978 in three
+ * calls (21 requests, 105 rows: 0.989), so those take the EW tile kernel;
  * trees 0.96-0.98 at 104-128 rows (ten cells, four tree shapes, two calls),
  * so trees take the EW blocks up to 160 rows at every D. */
 extern "C" void fs_hopper_rows_span_ew80(int tree, int64_t D, int64_t *rows_min,
                                          int64_t *rows_max)
 {
     const bool rows_kernel = !tree && D > 5120;
-    *rows_min = rows_kernel ? FS_HOPPER_ROWS_MIN_DEFAULT : FS_HOPPER_TILE_MAX_ROWS + 1;
+    *rows_min = rows_kernel ? FS_HOPPER_ROWS_MIN_EW80_WIDE : FS_HOPPER_TILE_MAX_ROWS + 1;
     *rows_max = rows_kernel ? 128 : 0;
 }
 

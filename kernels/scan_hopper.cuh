@@ -48,6 +48,10 @@ enum fs_hopper_kernel { FS_HOPPER_AUTO = 0, FS_HOPPER_TILE = 1, FS_HOPPER_ROWS =
  * rows up, for every op; fs_hopper_opts.rows_min > 0 replaces the rule by
  * "rows kernel from rows_min rows" (up to rows_max, when that is > 0). */
 #define FS_HOPPER_ROWS_MIN_DEFAULT 97
+/* An H200's first row count on the rows kernel where D > 5120 and the tile
+ * kernel's epilogue warps start at 80 rows or fewer (fs_hopper_rows_span_ew80):
+ * 97-103 rows run the EW tile kernel's 128-row block. */
+#define FS_HOPPER_ROWS_MIN_EW80_WIDE 104
 
 /* How the Hopper kernels stream the LM head (fs_hopper_opts.w_stream; the
  * context picks it per chip by its peak memory bandwidth, cuda_context.cu).

@@ -260,6 +260,9 @@ static void test_fused_bf16(void **state)
         /* 200 rows with D > 5120: on an H200 draft argmax in the pairs'
            104-row halves too (verify of 64 requests, 4-8 rows each) */
         {1, FS_DTYPE_BF16, 1001, 5128, 200, 0, 0},
+        /* 100 rows with D > 5120: on an H200 the tile kernel's 128-row EW
+           block (the rows kernel from 104 rows there), bias and mask */
+        {1, FS_DTYPE_BF16, 1001, 5128, 100, 1, 0},
     };
     run_cases(cs, sizeof cs / sizeof cs[0]);
 }

@@ -89,7 +89,7 @@ static const fs_op all_ops[] = {FS_OP_SAMPLE, FS_OP_ARGMAX, FS_OP_VERIFY, FS_OP_
 
 /* An H200 by default: the epilogue warps from the 48-row block where
  * D <= 5120, from the 80-row one where larger, the tile kernel up to 160
- * rows for every op but 97-128 rows where D > 5120 (trees there too), the
+ * rows for every op but 104-128 rows where D > 5120 (trees there too), the
  * rows kernel at 161-192 rows, the pairs at 193-240 in 104-120-row halves,
  * at 241-256 in 128-row halves for sample and
  * verify where D <= 5120 and for trees (else the rows kernel), the pairs
@@ -113,10 +113,11 @@ static void test_h200_defaults(void **state)
             expect(&ctx, op, D, 49, 64, TILE, 64, D <= 5120, 0);
             expect(&ctx, op, D, 65, 80, TILE, 80, 1, 0);
             expect(&ctx, op, D, 81, 96, TILE, 96, 1, 0);
+            expect(&ctx, op, D, 97, 103, TILE, 128, 1, 0);
             if (D > 5120 && op != FS_OP_VERIFY_TREE)
-                expect(&ctx, op, D, 97, 128, ROWS, 0, 0, 0);
+                expect(&ctx, op, D, 104, 128, ROWS, 0, 0, 0);
             else
-                expect(&ctx, op, D, 97, 128, TILE, 128, 1, 0);
+                expect(&ctx, op, D, 104, 128, TILE, 128, 1, 0);
             expect(&ctx, op, D, 129, 144, TILE, 144, 1, 0);
             expect(&ctx, op, D, 145, 160, TILE, 160, 1, 0);
             expect(&ctx, op, D, 161, 192, ROWS, 0, 0, 0);
@@ -286,7 +287,8 @@ static void test_knobs(void **state)
     const fs_context ew64 = ctx_for(1, "FLASHSPEC_TILE_EW_MIN_ROWS=64");
     expect(&ew64, FS_OP_VERIFY, 8192, 33, 48, TILE, 48, 0, 0);
     expect(&ew64, FS_OP_VERIFY, 8192, 49, 64, TILE, 64, 1, 0);
-    expect(&ew64, FS_OP_VERIFY, 8192, 97, 128, ROWS, 0, 0, 0);
+    expect(&ew64, FS_OP_VERIFY, 8192, 97, 103, TILE, 128, 1, 0);
+    expect(&ew64, FS_OP_VERIFY, 8192, 104, 128, ROWS, 0, 0, 0);
     const fs_context ew48_h100 = ctx_for(0, "FLASHSPEC_TILE_EW_MIN_ROWS=48");
     expect(&ew48_h100, FS_OP_SAMPLE, 4096, 33, 48, TILE, 48, 1, 0);
     expect(&ew48_h100, FS_OP_SAMPLE, 4096, 97, 128, ROWS, 0, 0, 0);
