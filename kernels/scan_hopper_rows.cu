@@ -845,9 +845,10 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
                the warp: a row's 8 lists are 40 contiguous 8-byte words in
                global memory and its quad's lanes' two each in shared memory,
                so lane l takes words l, l + 32, ... of the rows in turn and a
-               store covers 256 contiguous bytes, where each lane storing its
-               own lists, 80 bytes a row, left gaps between the quad's lanes
-               (as the tile kernel's did: copy_lists in scan_hopper.cu).
+               store's 32 words lie in one or two rows' runs, where each lane
+               storing its own lists, 80 bytes a row, left gaps between the
+               quad's lanes (as the tile kernel's did: copy_lists in
+               scan_hopper.cu).
                All three filters' sample of 256 / 512 rows 0.5-3% faster
                and verify of 1280-2560 rows 1-2.5% on an H200
                (bench/results/2026-12-01-h200-filter-list-copy/, call 4) */

@@ -113,5 +113,26 @@ FS_GPU_TEST_SMALL=1 san memcheck memcheck_filter_5.txt 100 $B/tests/test_gpu_fil
 FS_GPU_TEST_SMALL=1 san racecheck racecheck_filter_5.txt 120 $B/tests/test_gpu_filter
 el san
 ;;
+6)
+# carry ["carry-bin"]: all.txz holding $B's filter_bench and flashspec_bench.
+# The final build's filters on every logit shape at 1-64 rows, and verify
+# of 20 requests (100 rows, D = 8192) on the EW tile kernel against the
+# rows kernel again, both ways round
+run final_filters 240 FS_UNSET=1 $F --shapes 151936x4096,128256x8192 --rows 1,16,48,64 \
+  --logits 1,2,0 --rounds 2 --reps 6
+el filters
+a="--shapes 128256x8192 --rows 100 --requests 19,20,21 --ops verify --rounds 6 --reps 8 --warmup 3"
+run v100_alt_tile 90 FS_UNSET=1 $X $a --alt FLASHSPEC_HOPPER_ROWS_MIN=161
+run v100_tile_alt_rows 90 FLASHSPEC_HOPPER_ROWS_MIN=161 $X $a --alt FLASHSPEC_HOPPER_ROWS_MIN=97
+el v100
+;;
+7)
+# all.txz: $B's GPU tests and CTest files.  The rows kernel from 104 rows
+# where D > 5120 (97-103 on the EW tile kernel): the agreement tests, with
+# a 100-row case at D = 5128, on the final build
+(cd $B && timeout 200 ctest -R '^test_gpu_(agree|single|tree)$' -j3 --output-on-failure \
+  > $O/ctest_7.txt 2>&1; echo "rc=$?" >> $O/ctest_7.txt)
+el ctest
+;;
 esac
 tar czf $OUT/out.tgz -C $O .
