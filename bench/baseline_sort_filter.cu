@@ -225,13 +225,49 @@ size_t align256(size_t n)
     return (n + 255) & ~(size_t)255;
 }
 
+/* The scratch of one call: both key and id buffers of the sort and CUB's
+ * temporary storage, asked of CUB once. */
+struct sort_ws {
+    unsigned long long *keys_in, *keys_out;
+    int32_t *ids_in, *ids_out;
+    void *temp;
+    size_t temp_bytes;
+};
+
+/* Its byte size for rows x vocab pairs; fills w from base when base is
+ * given. */
+size_t sort_carve(int64_t rows, int64_t vocab, void *base, sort_ws *w)
+{
+    const size_t n = (size_t)(rows * vocab);
+    const size_t temp_bytes = cub_temp_bytes(rows, vocab);
+    char *p = static_cast<char *>(base);
+    size_t at = 0;
+    auto take = [&](size_t bytes) {
+        char *q = p ? p + at : nullptr;
+        at += align256(bytes);
+        return q;
+    };
+    char *keys_in = take(n * sizeof(unsigned long long));
+    char *keys_out = take(n * sizeof(unsigned long long));
+    char *ids_in = take(n * sizeof(int32_t));
+    char *ids_out = take(n * sizeof(int32_t));
+    char *temp = take(temp_bytes);
+    if (w) {
+        w->keys_in = reinterpret_cast<unsigned long long *>(keys_in);
+        w->keys_out = reinterpret_cast<unsigned long long *>(keys_out);
+        w->ids_in = reinterpret_cast<int32_t *>(ids_in);
+        w->ids_out = reinterpret_cast<int32_t *>(ids_out);
+        w->temp = temp;
+        w->temp_bytes = temp_bytes;
+    }
+    return at;
+}
+
 } // namespace
 
 extern "C" size_t bl_sort_filter_workspace_bytes(int64_t rows, int64_t vocab)
 {
-    const size_t n = (size_t)(rows * vocab);
-    return 2 * align256(n * sizeof(unsigned long long)) + 2 * align256(n * sizeof(int32_t)) +
-           align256(cub_temp_bytes(rows, vocab));
+    return sort_carve(rows, vocab, nullptr, nullptr);
 }
 
 extern "C" cudaError_t bl_sort_filter_sample(const void *logits, int64_t rows, int64_t vocab,
@@ -242,31 +278,22 @@ extern "C" cudaError_t bl_sort_filter_sample(const void *logits, int64_t rows, i
                                              cudaStream_t stream)
 {
     /* one sort of every row's pairs: int item counts (CUB's) */
-    if (rows <= 0 || vocab <= 0 || rows > 65535 || rows * vocab > INT32_MAX ||
-        ws_bytes < bl_sort_filter_workspace_bytes(rows, vocab))
+    if (rows <= 0 || vocab <= 0 || rows > 65535 || rows * vocab > INT32_MAX)
         return cudaErrorInvalidValue;
-    const size_t n = (size_t)(rows * vocab);
-    char *p = static_cast<char *>(ws);
-    auto *keys_in = reinterpret_cast<unsigned long long *>(p);
-    p += align256(n * sizeof(unsigned long long));
-    auto *keys_out = reinterpret_cast<unsigned long long *>(p);
-    p += align256(n * sizeof(unsigned long long));
-    auto *ids_in = reinterpret_cast<int32_t *>(p);
-    p += align256(n * sizeof(int32_t));
-    auto *ids_out = reinterpret_cast<int32_t *>(p);
-    p += align256(n * sizeof(int32_t));
-    size_t temp_bytes = cub_temp_bytes(rows, vocab);
+    sort_ws w;
+    if (ws_bytes < sort_carve(rows, vocab, ws, &w))
+        return cudaErrorInvalidValue;
     /* ~1024 blocks in all: one row spread over the GPU, many rows a few each */
     const int64_t per_row = (vocab + 255) / 256, cap = (1024 + rows - 1) / rows;
     const dim3 grid((unsigned)(per_row < cap ? per_row : cap), (unsigned)rows);
     k_sort_keys<<<grid, 256, 0, stream>>>(static_cast<const __nv_bfloat16 *>(logits), vocab,
-                                          temperature, keys_in, ids_in);
-    cudaError_t e = cub::DeviceRadixSort::SortPairs(p, temp_bytes, keys_in, keys_out, ids_in,
-                                                    ids_out, (int)n, 0, 32 + row_bits(rows),
-                                                    stream);
+                                          temperature, w.keys_in, w.ids_in);
+    cudaError_t e = cub::DeviceRadixSort::SortPairs(w.temp, w.temp_bytes, w.keys_in, w.keys_out,
+                                                    w.ids_in, w.ids_out, (int)(rows * vocab), 0,
+                                                    32 + row_bits(rows), stream);
     if (e != cudaSuccess)
         return e;
     k_sort_filter_sample<<<(unsigned)rows, kThreads, 0, stream>>>(
-        keys_out, ids_out, vocab, top_k, top_p, min_p, seed, out_tokens, out_kept);
+        w.keys_out, w.ids_out, vocab, top_k, top_p, min_p, seed, out_tokens, out_kept);
     return cudaGetLastError();
 }
