@@ -848,10 +848,9 @@ __global__ void __launch_bounds__(Shape<NWG>::THREADS, 1)
                store's 32 words lie in one or two rows' runs, where each lane
                storing its own lists, 80 bytes a row, left gaps between the
                quad's lanes (as the tile kernel's did: copy_lists in
-               scan_hopper.cu).
-               All three filters' sample of 256 / 512 rows 0.5-3% faster
-               and verify of 1280-2560 rows 1-2.5% on an H200
-               (bench/results/2026-12-01-h200-filter-list-copy/, call 4) */
+               scan_hopper.cu).  All three filters' sample of 256 / 512
+               rows 0.5-3% faster and verify of 1280-2560 rows 1-2.5% on an
+               H200 (bench/results/2026-12-01-h200-filter-list-copy/, call 4) */
             static_assert(4 * 2 == FS_HOPPER_TILE_LISTS, "a quad's lists per (row, slot)");
             constexpr int LW = (int)(sizeof(fs_cand_list) / sizeof(uint2));
             static_assert(LW * sizeof(uint2) == sizeof(fs_cand_list), "lists of 8-byte words");
