@@ -110,7 +110,7 @@ extern "C" void fs_cuda_context_knobs(fs_context *ctx, int fast_hbm)
     /* FLASHSPEC_HOPPER_NO_MULTICAST=1: the rows kernel without its 2-CTA
        clusters (A/B runs of the W multicast) */
     ctx->hopper_no_multicast = env_flag("FLASHSPEC_HOPPER_NO_MULTICAST");
-    /* FLASHSPEC_TILE_EPI_WG=0: the tile kernel's 128-, 144- and 160-row blocks
+    /* FLASHSPEC_TILE_EPI_WG=0: the tile kernel's 128-160-row blocks
        push their noise blocks in the MMA warpgroups, without the epilogue
        warpgroup (A/B runs) */
     ctx->tile_no_epi_wg = env_count("FLASHSPEC_TILE_EPI_WG", 1) == 0;
@@ -120,6 +120,10 @@ extern "C" void fs_cuda_context_knobs(fs_context *ctx, int fast_hbm)
     ctx->tile_ew_min_bn = (int)env_count("FLASHSPEC_TILE_EW_MIN_ROWS", 0);
     if (!fs_hopper_ew_min_valid(ctx->tile_ew_min_bn))
         ctx->tile_ew_min_bn = 0;
+    /* FLASHSPEC_TILE_BN_STEP=16: the tile kernel's single CTAs of 129-160
+       rows in 144- and 160-row blocks, as before its 136- and 152-row ones
+       (A/B runs) */
+    ctx->tile_bn_step16 = env_count("FLASHSPEC_TILE_BN_STEP", 8) == 16;
     /* FLASHSPEC_TILE_PAIRS_MIN=n: the tile kernel's pairs take n-320 rows
        (241-256 by the chip, fs_hopper_pairs_128; 0: none; tests and A/B
        runs); unset: by the chip (cuda_ops.cu) */

@@ -284,6 +284,7 @@ static fs_hopper_opts hopper_opts_for(const fs_context *ctx, fs_op op, int64_t D
     }
     o.no_multicast = ctx->hopper_no_multicast;
     o.no_epi_wg = ctx->tile_no_epi_wg;
+    o.bn_step16 = ctx->tile_bn_step16;
     /* pairs where the rows kernel's choice is automatic, or as set (never
        with no_epi_wg: fs_hopper_kernel_for) */
     o.tile_pairs_min = ctx->tile_pairs_min >= 0 ? ctx->tile_pairs_min

@@ -26,7 +26,7 @@
  *              of its CTA (its running best key prunes hopeless blocks), and
  *              the TPB records of a row merge once, at the end: one record per
  *              (row, CTA).
- *   epilogue warps  128-, 144- and 160-row blocks of unfiltered ops, and
+ *   epilogue warps  128- to 160-row blocks of unfiltered ops, and
  *              48- to 96-row ones where fs_hopper_opts::ew_min_bn says (the
  *              EW kernels, 416 / 512 threads): the pushes above held up the
  *              MMA warpgroups' wgmma issue there, so four (48-128 rows) or
@@ -161,8 +161,12 @@ template <int... B> struct BnSet {
  * its share of the MMA and of H's L2 traffic (verify at 80 rows, H100:
  * 1.116 x the bound with a 128-row block, 1.075 x with an 80-row one on
  * 151936 x 4096; 1.082 -> 1.030 on 128256 x 8192), so the list is dense
- * where the tile kernel runs. */
-using TileBns = BnSet<16, 32, 48, 64, 80, 96, 128, 144, 160>;
+ * where the tile kernel runs.  Past 128 rows it steps by 8 as the pairs'
+ * halves do: on an H200, 136 and 152 against 144 and 160 made 130-152-row
+ * calls 0.6% faster on average in one process both ways round (sample on
+ * 262144 x 3072 1.5-3%), trees of 132 / 148 rows 1%
+ * (bench/results/2026-12-01-h200-tile-136-152/). */
+using TileBns = BnSet<16, 32, 48, 64, 80, 96, 128, 136, 144, 152, 160>;
 /* The pairs' halves (pair_bn): 104-120 for 193-240 rows, which the 128-row
  * halves would pad by up to a third, and 128-160 in steps of 8, so that a
  * half pads at most 7 rows (the single CTAs' EW blocks step by 16). */
@@ -178,11 +182,18 @@ constexpr bool pair_kernel_bn(int bn)
     return PairBns::has(bn);
 }
 /* Whether the plain kernels (filters, FLASHSPEC_TILE_EPI_WG=0) have row
- * block bn: every one but 144, which only the EW kernels' runs measured
- * (bench/results/2026-11-29-h200-tile-ew-choice/); they take 160 there. */
+ * block bn: up to 128 rows and 160; 136-152, which only the EW kernels'
+ * runs measured (bench/results/2026-11-29-h200-tile-ew-choice/), they take
+ * at 160. */
 constexpr bool plain_bn(int bn)
 {
-    return bn != 144 && !pair_only_bn(bn);
+    return !pair_only_bn(bn) && (bn <= 128 || bn == 160);
+}
+/* The EW blocks past 128 rows that step by 8 rows (136, 152), which
+ * fs_hopper_opts::bn_step16 leaves out. */
+constexpr bool step8_bn(int bn)
+{
+    return bn > 128 && bn % 16 != 0;
 }
 
 template <int BN> struct Cfg {
@@ -243,7 +254,7 @@ template <int BN> struct EwCfg {
        call 5) */
     static constexpr bool ROW = T == Cfg<BN>::NBLK && G == EWT / 32;
     /* rows a thread: two where a warp's tasks can straddle groups (80-96
-       and 144-160 rows); one at 48-64 rows (T = 4 divides NBLK), where a
+       and 136-160 rows); one at 48-64 rows (T = 4 divides NBLK), where a
        second row's record, never used there, made ptxas spill 12-28 bytes
        under the 128 registers a thread that 13 warps leave (four of them
        on one scheduler) */
@@ -1277,10 +1288,13 @@ cudaError_t launch(const CUtensorMap &tw, const void *H, int is_bf16, int64_t D,
 }
 
 /* The smallest row block that holds `rows` (<= FS_HOPPER_TILE_MAX_ROWS)
- * and that the launch has a kernel for: ew, the EW kernels take it. */
-int pick_bn(int64_t rows, bool ew)
+ * and that the launch has a kernel for: ew, the EW kernels take it;
+ * step16, not the 136- or 152-row one. */
+int pick_bn(int64_t rows, bool ew, bool step16)
 {
-    return TileBns::holding(rows, [ew](int bn) { return ew || plain_bn(bn); });
+    return TileBns::holding(rows, [ew, step16](int bn) {
+        return ew ? !(step16 && step8_bn(bn)) : plain_bn(bn);
+    });
 }
 
 int64_t num_tiles(int64_t V_local)
@@ -1611,7 +1625,7 @@ extern "C" int fs_hopper_kernel_plan(int64_t rows, const fs_hopper_opts *opts, i
     const int kernel = plan_kernel(rows, opts, pairs_fit);
     const bool pr = kernel == FS_HOPPER_TILE && rows > FS_HOPPER_TILE_MAX_ROWS;
     const int ew_min = ew_min_of(opts);
-    const int b = kernel != FS_HOPPER_TILE ? 0 : pr ? pair_bn(rows) : pick_bn(rows, ew_min <= 128);
+    const int b = kernel != FS_HOPPER_TILE ? 0 : pr ? pair_bn(rows) : pick_bn(rows, ew_min <= 128, opts && opts->bn_step16);
     if (bn)
         *bn = b;
     if (ew)

@@ -110,6 +110,8 @@ typedef struct fs_hopper_opts {
                                  MMA warpgroups, not in epilogue warps (A/B runs) */
     int ew_min_bn;            /* tile kernel: the smallest row block the epilogue warps take
                                  (48, 64, 80, 96; other values: 128) */
+    int bn_step16;            /* tile kernel: single CTAs past 128 rows in 144- and 160-row
+                                 blocks, without the 136- and 152-row ones (A/B runs) */
     int64_t tile_pairs_min;   /* tile kernel in pairs (2-CTA clusters, each CTA half the
                                  rows, W multicast) from this many rows, 161-320 rows
                                  without filters (241-256 only with pairs_128); 0 =

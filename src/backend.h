@@ -77,6 +77,8 @@ struct fs_context {
                                 warpgroup */
     int tile_ew_min_bn;      /* the tile kernel's epilogue warps from this row block (48,
                                 64, 80, 96, 128); 0: by the chip (hopper_opts_for) */
+    int tile_bn_step16;      /* the tile kernel's single CTAs past 128 rows in 144- and
+                                160-row blocks only, not 136 and 152 (A/B runs) */
     int64_t tile_pairs_min;  /* the tile kernel in 2-CTA pairs from this many rows (up to
                                 320; 241-256 by fs_hopper_pairs_128); 0: never, -1:
                                 by the chip (fs_hopper_pairs_min) */

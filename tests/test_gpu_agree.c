@@ -240,11 +240,13 @@ static void test_fused_bf16(void **state)
            mask */
         {1, FS_DTYPE_BF16, 50021, 264, 150, 1, 0},
         /* under test_gpu_agree_tile160 the tile kernel's epilogue warps:
-           120 rows (a 128-row block, offset NULL), and verify of 33
-           requests (151 rows: a 160-row block, each row's blocks over two
-           or three warps) with bias and mask */
+           120 rows (a 128-row block, offset NULL), verify of 33 requests
+           (151 rows: a 152-row block, each row's blocks over two or three
+           warps) with bias and mask, and 131 rows (a 136-row block, whose
+           last 32-row group holds 8 rows) with bias and mask */
         {1, FS_DTYPE_BF16, 20011, 200, 120, 0, 1},
         {1, FS_DTYPE_BF16, 9001, 264, 33, 1, 0},
+        {1, FS_DTYPE_BF16, 8009, 200, 131, 1, 0},
         /* under test_gpu_agree_pairs: 180 and 200 rows in two 104-row
            halves (the second's H box past the last row zero-filled), 222
            in two 112-row ones (no offsets) */

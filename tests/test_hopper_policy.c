@@ -27,7 +27,7 @@ enum { TILE = 1, ROWS = 2 };
 static const char *const knobs[] = {
     "FLASHSPEC_HOPPER_ROWS_EARLY", "FLASHSPEC_HOPPER_ROWS_MIN", "FLASHSPEC_TILE_EPI_WG",
     "FLASHSPEC_TILE_EW_MIN_ROWS", "FLASHSPEC_TILE_PAIRS_MIN", "FLASHSPEC_TILE_PAIRS_128",
-    "FLASHSPEC_TILE_GROUPS_MAX",
+    "FLASHSPEC_TILE_GROUPS_MAX", "FLASHSPEC_TILE_BN_STEP",
     "FLASHSPEC_HOPPER_ROWS_TIE128",
     "FLASHSPEC_HOPPER_NO_MULTICAST", "FLASHSPEC_HOPPER_ODD_PAIRS", "FLASHSPEC_HOPPER_ROW_BLOCK",
     "FLASHSPEC_HOPPER_ROWS_JOBS", "FLASHSPEC_W_STREAM", "FLASHSPEC_W_HINT"};
@@ -118,8 +118,10 @@ static void test_h200_defaults(void **state)
                 expect(&ctx, op, D, 104, 128, ROWS, 0, 0, 0);
             else
                 expect(&ctx, op, D, 104, 128, TILE, 128, 1, 0);
-            expect(&ctx, op, D, 129, 144, TILE, 144, 1, 0);
-            expect(&ctx, op, D, 145, 160, TILE, 160, 1, 0);
+            expect(&ctx, op, D, 129, 136, TILE, 136, 1, 0);
+            expect(&ctx, op, D, 137, 144, TILE, 144, 1, 0);
+            expect(&ctx, op, D, 145, 152, TILE, 152, 1, 0);
+            expect(&ctx, op, D, 153, 160, TILE, 160, 1, 0);
             expect(&ctx, op, D, 161, 192, ROWS, 0, 0, 0);
             expect(&ctx, op, D, 193, 208, TILE, 104, 1, 1);
             expect(&ctx, op, D, 209, 224, TILE, 112, 1, 1);
@@ -266,6 +268,13 @@ static void test_knobs(void **state)
         expect(&groups_700, FS_OP_SAMPLE, 4096, 449, 480, TILE, 120, 1, 1);
         expect(&groups_700, FS_OP_SAMPLE, 4096, 701, 720, ROWS, 0, 0, 0);
     }
+    /* the single CTAs' row blocks past 128 rows in steps of 16 */
+    const fs_context step16 = ctx_for(1, "FLASHSPEC_TILE_BN_STEP=16");
+    expect(&step16, FS_OP_VERIFY_TREE, 4096, 129, 144, TILE, 144, 1, 0);
+    expect(&step16, FS_OP_SAMPLE, 4096, 145, 160, TILE, 160, 1, 0);
+    expect(&step16, FS_OP_SAMPLE, 4096, 257, 272, TILE, 136, 1, 1); /* pairs' halves keep theirs */
+    const fs_context step7 = ctx_for(1, "FLASHSPEC_TILE_BN_STEP=7");
+    expect(&step7, FS_OP_ARGMAX, 4096, 129, 136, TILE, 136, 1, 0);
     const fs_context no_ew = ctx_for(1, "FLASHSPEC_TILE_EPI_WG=0");
     expect(&no_ew, FS_OP_SAMPLE, 4096, 65, 80, TILE, 80, 0, 0);
     expect(&no_ew, FS_OP_SAMPLE, 4096, 81, 1024, ROWS, 0, 0, 0);
