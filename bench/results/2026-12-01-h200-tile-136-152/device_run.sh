@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The device calls that made this folder (one H200 each; `bash run.sh N`
+# ran stage N), from the repository root with carry ["carry-bin", ".deps"]:
+# carry-bin/all.txz packed by bench/tools/carry_pack.sh /tmp/b-full.
+set -u
+source bench/tools/device_env.sh
+F=$B/bench/filter_bench X=$B/bench/flashspec_bench T=$B/bench/tree_bench
+run() { # NAME SECONDS [VAR=VALUE ...] COMMAND...: output and status in $O/NAME.txt
+  local name=$1 secs=$2
+  shift 2
+  timeout "$secs" env "$@" > "$O/$name.txt" 2>&1; echo "rc=$?" >> "$O/$name.txt"
+}
+# a snapshot of the outputs before the call's 600 s run out, whatever runs
+( sleep 575; tar czf "$OUT/out.tgz" -C "$O" . ) &
+case "${1:-1}" in
+1)
+# (a) filter_bench's sort-pipeline check through the tests' oracle, with
+# the sort baseline's one scratch carve (sort_carve)
+run check 240 $F --rows 1,16,64 --shapes 151936x4096,30011x64 --logits 1,2,0 --rounds 1 --reps 3
+el check
+# (b) the tests that run the tile kernel's single CTAs past 128 rows
+(cd $B && timeout 240 ctest -R '^test_(gpu_agree|gpu_agree_tile160|gpu_tree|gpu_tree_tile|gpu_single)$' \
+  -j3 --output-on-failure > $O/ctest_1.txt 2>&1; echo "rc=$?" >> $O/ctest_1.txt)
+el tests
+# (c) 129-160 rows in 136- and 152-row blocks (default) against 144 and 160
+# (FLASHSPEC_TILE_BN_STEP=16), in one process, both ways round
+a="--shapes 151936x4096,128256x8192,262144x3072 --rows 130,136,146,152 --requests 26,27,29,30 --rounds 3 --reps 8 --warmup 3"
+run alt_step16 200 FS_UNSET=1 $X $a --alt FLASHSPEC_TILE_BN_STEP=16
+el alt1
+run step16_alt8 200 FLASHSPEC_TILE_BN_STEP=16 $X $a --alt FLASHSPEC_TILE_BN_STEP=8
+el alt2
+# (d) trees of 132 and 148 rows (4 requests x 32 and 36 nodes), tree@alt
+# the 16-row steps, and the other way round
+t="--requests 4 --nodes 32,36 --rounds 3 --reps 8 --shapes 151936x4096,128256x8192,262144x3072"
+run tree_alt_step16 150 TREE_BENCH_ALT=FLASHSPEC_TILE_BN_STEP=16 $T $t
+run tree_step16_alt8 150 FLASHSPEC_TILE_BN_STEP=16 TREE_BENCH_ALT=FLASHSPEC_TILE_BN_STEP=8 $T $t
+el tree
+;;
+esac
+tar czf "$OUT/out.tgz" -C "$O" .
