@@ -36,5 +36,34 @@ run tree_alt_step16 150 TREE_BENCH_ALT=FLASHSPEC_TILE_BN_STEP=16 $T $t
 run tree_step16_alt8 150 FLASHSPEC_TILE_BN_STEP=16 TREE_BENCH_ALT=FLASHSPEC_TILE_BN_STEP=8 $T $t
 el tree
 ;;
+2)
+# (a) carry-bin/extra.txz (unpacked into /tmp/fsb): mut/test_gpu_agree,
+# linked with mutant_136_rows.patch (the 136-row block's EW warps never
+# push rows 128-135): it must fail
+(FS_GPU_TEST_SMALL=1 FS_GPU_TEST_SMALL_ROWS=160 timeout 120 /tmp/fsb/mut/test_gpu_agree > $O/mut_136_rows.txt 2>&1; echo "rc=$?" >> $O/mut_136_rows.txt)
+el mutant
+# (b) the sanitizers over test_gpu_agree's cases of up to 160 rows (the
+# 131-row case in a 136-row block, verify of 151 rows in a 152-row one)
+FS_GPU_TEST_SMALL=1 FS_GPU_TEST_SMALL_ROWS=160 san memcheck memcheck_agree160.txt 200 $B/tests/test_gpu_agree
+el memcheck
+FS_GPU_TEST_SMALL=1 FS_GPU_TEST_SMALL_ROWS=160 san racecheck racecheck_agree160.txt 200 $B/tests/test_gpu_agree
+el racecheck
+# (c) ncu: the tile kernel (draft argmax and sample) and cuBLAS's matmul at
+# 136 and 152 rows, where the fused ops trail cuBLAS + one pass on
+# 128256 x 8192
+NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+M=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,dram__bytes_read.sum,lts__t_bytes.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum,lts__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,sm__warps_active.avg.pct_of_peak_sustained_active
+mkdir -p $O/ncu
+for c in 128256x8192:136 128256x8192:152 151936x4096:136 151936x4096:152; do
+  sh=${c%:*}; r=${c#*:}
+  for op in sample argmax; do
+    timeout 60 $NCU --clock-control none -k regex:'fshr?_scan' -c 1 --csv --metrics $M $X --shapes $sh --rows $r \
+      --ops $op --reps 1 --warmup 0 --gemm heuristic > $O/ncu/ncu_${sh}_${r}_${op}.csv 2>&1
+  done
+  timeout 60 $NCU --clock-control none -k regex:'nvjet|gemm|cutlass' -c 1 --csv --metrics $M $X --shapes $sh --rows $r \
+    --ops argmax --reps 1 --warmup 0 --gemm heuristic > $O/ncu/ncu_${sh}_${r}_cublas.csv 2>&1
+  el "ncu $c"
+done
+;;
 esac
 tar czf "$OUT/out.tgz" -C "$O" .
