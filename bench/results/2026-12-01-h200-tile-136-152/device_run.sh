@@ -65,5 +65,10 @@ for c in 128256x8192:136 128256x8192:152 151936x4096:136 151936x4096:152; do
   el "ncu $c"
 done
 ;;
+3)
+# every GPU test at this build (test_gpu_tp skips on one GPU)
+(cd $B && timeout 560 ctest -L gpu -j4 --output-on-failure > $O/ctest_gpu.txt 2>&1; echo "rc=$?" >> $O/ctest_gpu.txt)
+el tests
+;;
 esac
 tar czf "$OUT/out.tgz" -C "$O" .
