@@ -169,7 +169,7 @@ template <int... B> struct BnSet {
 using TileBns = BnSet<16, 32, 48, 64, 80, 96, 128, 136, 144, 152, 160>;
 /* The pairs' halves (pair_bn): 104-120 for 193-240 rows, which the 128-row
  * halves would pad by up to a third, and 128-160 in steps of 8, so that a
- * half pads at most 7 rows (the single CTAs' EW blocks step by 16). */
+ * half pads at most 7 rows, as a single CTA's EW block does past 128. */
 using PairBns = BnSet<104, 112, 120, 128, 136, 144, 152, 160>;
 
 /* Row blocks that only the pairs take. */
@@ -182,9 +182,10 @@ constexpr bool pair_kernel_bn(int bn)
     return PairBns::has(bn);
 }
 /* Whether the plain kernels (filters, FLASHSPEC_TILE_EPI_WG=0) have row
- * block bn: up to 128 rows and 160; 136-152, which only the EW kernels'
- * runs measured (bench/results/2026-11-29-h200-tile-ew-choice/), they take
- * at 160. */
+ * block bn: the blocks up to 128 rows, and 160 for 129-160 rows (the
+ * blocks between were measured with the EW kernels only,
+ * bench/results/2026-11-29-h200-tile-ew-choice/ and
+ * bench/results/2026-12-01-h200-tile-136-152/). */
 constexpr bool plain_bn(int bn)
 {
     return !pair_only_bn(bn) && (bn <= 128 || bn == 160);
@@ -1625,7 +1626,9 @@ extern "C" int fs_hopper_kernel_plan(int64_t rows, const fs_hopper_opts *opts, i
     const int kernel = plan_kernel(rows, opts, pairs_fit);
     const bool pr = kernel == FS_HOPPER_TILE && rows > FS_HOPPER_TILE_MAX_ROWS;
     const int ew_min = ew_min_of(opts);
-    const int b = kernel != FS_HOPPER_TILE ? 0 : pr ? pair_bn(rows) : pick_bn(rows, ew_min <= 128, opts && opts->bn_step16);
+    const int b = kernel != FS_HOPPER_TILE ? 0
+                  : pr                       ? pair_bn(rows)
+                                             : pick_bn(rows, ew_min <= 128, opts && opts->bn_step16);
     if (bn)
         *bn = b;
     if (ew)
