@@ -27,7 +27,11 @@
  *
  * Usage: filter_bench [--rows 1,4,16,64] [--rounds 5] [--reps 10]
  *                     [--shapes 151936x4096,128256x8192] [--logits 1,2,0]
- * (--logits: the logit shapes, FB_PEAKED 1, FB_MODERATE 2, FB_FLAT 0) */
+ *                     [--methods p0.9,all]
+ * (--logits: the logit shapes, FB_PEAKED 1, FB_MODERATE 2, FB_FLAT 0;
+ * --methods: only these, by TAGS below, with cublas and sample -- and
+ * verify when a verify method is named -- always timed for the ratios: fewer
+ * launches for a profiler to sort through, shorter runs) */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -49,6 +53,10 @@ static const char *const NAMES[M_COUNT] = {
     "cublas", "sample", "sample k50", "sample p0.9", "sample minp0.05", "sample all",
     "sample k200", "cublas+gumbel", "cublas+logits all", "cublas+sort all", "verify",
     "verify all"};
+/* --methods' names for them */
+static const char *const TAGS[M_COUNT] = {
+    "cublas", "sample", "k50", "p0.9", "minp0.05", "all", "k200", "cublas+gumbel",
+    "cublas+logits", "cublas+sort", "verify", "verify-all"};
 enum { DRAFTS = 4, MAX_SAMPLES = 512 };
 
 typedef struct bench {
@@ -71,6 +79,8 @@ typedef struct bench {
     float *val;
     int32_t *drafts, *offsets;
     int method;
+    int pick;          /* the timed method's place in sel */
+    const int *sel;    /* the methods timed (--methods) */
 } bench;
 
 static fs_sampling params(const bench *b, int method)
@@ -137,6 +147,46 @@ static int run(void *arg)
     if (s != FS_OK)
         fprintf(stderr, "%s: %s\n", NAMES[b->method], fs_context_last_error(b->ctx));
     return s != FS_OK;
+}
+
+/* run() for the method in place b->pick of the selection. */
+static int run_pick(void *arg)
+{
+    bench *b = arg;
+    b->method = b->sel[b->pick];
+    return run(b);
+}
+
+/* --methods TAGS (comma-separated) into sel[]: the named methods and the
+ * bases their ratios need, in the methods' order; returns how many, or -1
+ * (with a message) on an unknown name. */
+static int parse_methods(const char *list, int *sel)
+{
+    int want[M_COUNT] = {0};
+    const char *p = list;
+    while (*p) {
+        const size_t n = strcspn(p, ",");
+        int m = 0;
+        while (m < M_COUNT && !(strlen(TAGS[m]) == n && !strncmp(p, TAGS[m], n)))
+            ++m;
+        if (m == M_COUNT) {
+            fprintf(stderr, "--methods: unknown method '%.*s' (one of:", (int)n, p);
+            for (int k = 0; k < M_COUNT; ++k)
+                fprintf(stderr, " %s", TAGS[k]);
+            fprintf(stderr, ")\n");
+            return -1;
+        }
+        want[m] = 1;
+        if (m >= M_VERIFY)
+            want[M_VERIFY] = 1;
+        p += n + (p[n] == ',');
+    }
+    want[M_CUBLAS] = want[M_SAMPLE] = 1;
+    int count = 0;
+    for (int m = 0; m < M_COUNT; ++m)
+        if (want[m])
+            sel[count++] = m;
+    return count;
 }
 
 /* Rows of the last call that took the second pass, over the filtered rows
@@ -232,6 +282,18 @@ int main(int argc, char **argv)
                                  {"shapes", shapes, &nshape, 8},
                                  {"logits", logit_list, &nlogit, 3}};
     bu_parse_args(argc, argv, lists, 3, &rounds, &reps, MAX_SAMPLES);
+    int sel[M_COUNT], nsel = M_COUNT;
+    for (int m = 0; m < M_COUNT; ++m)
+        sel[m] = m;
+    for (int i = 1; i + 1 < argc; i += 2)
+        if (!strcmp(argv[i], "--methods") && (nsel = parse_methods(argv[i + 1], sel)) < 0)
+            return 1;
+    const char *sel_names[M_COUNT];
+    int has_sort = 0;
+    for (int i = 0; i < nsel; ++i) {
+        sel_names[i] = NAMES[sel[i]];
+        has_sort |= sel[i] == M_SORT_ALL;
+    }
     static const char *const LOGIT_NAMES[3] = {"flat", "peaked", "moderate"};
     int device = 0;
     CUDA_CHECK(cudaSetDevice(device));
@@ -240,6 +302,7 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
     bench b;
     memset(&b, 0, sizeof b);
+    b.sel = sel;
     CUDA_CHECK(cudaStreamCreate(&b.stream));
     if (fs_context_create(&b.ctx, FS_DEVICE_CUDA, device) != FS_OK) {
         fprintf(stderr, "no CUDA context\n");
@@ -345,26 +408,30 @@ int main(int argc, char **argv)
                     return 1;
                 }
                 static double samples[M_COUNT * MAX_SAMPLES];
-                double med[M_COUNT];
+                double med[M_COUNT], by_method[M_COUNT];
                 const int ns = rounds * reps;
-                if (bu_time_rounds(&t, M_COUNT, NAMES, &b.method, run, &b, rounds, reps,
+                if (bu_time_rounds(&t, nsel, sel_names, &b.pick, run_pick, &b, rounds, reps,
                                    samples, med))
                     return 1;
-                for (int m = 0; m < M_COUNT; ++m) {
-                    const double base = m >= M_VERIFY ? med[M_VERIFY] : med[M_SAMPLE];
+                for (int i = 0; i < nsel; ++i)
+                    by_method[sel[i]] = med[i];
+                for (int i = 0; i < nsel; ++i) {
+                    const int m = sel[i];
+                    const double base = m >= M_VERIFY ? by_method[M_VERIFY] : by_method[M_SAMPLE];
                     const double fb = fallback_share(&b, m);
                     char spread[32], fbs[16];
-                    bu_spread(samples + (size_t)m * ns, ns, spread, sizeof spread);
+                    bu_spread(samples + (size_t)i * ns, ns, spread, sizeof spread);
                     if (fb >= 0)
                         snprintf(fbs, sizeof fbs, "%.1f%%", 100.0 * fb); /* one row in 320 shows */
                     else
                         snprintf(fbs, sizeof fbs, "-");
                     printf("%7lldx%-8lld %-8s %5lld  %-18s %9.4f %17s %9.3f %9.3f %9s\n",
                            (long long)b.V, (long long)b.D, LOGIT_NAMES[shape],
-                           (long long)(m >= M_VERIFY ? b.vrows : b.rows), NAMES[m], med[m],
-                           spread, med[m] / base, med[m] / med[M_CUBLAS], fbs);
+                           (long long)(m >= M_VERIFY ? b.vrows : b.rows), NAMES[m], med[i],
+                           spread, med[i] / base, med[i] / by_method[M_CUBLAS], fbs);
                 }
-                check_sort(&b);
+                if (has_sort)
+                    check_sort(&b);
                 fflush(stdout);
                 bl_gemm_destroy(b.gemm);
                 CUDA_CHECK(cudaFree(b.drafts));
