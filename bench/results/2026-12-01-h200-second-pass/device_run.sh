@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# The device calls that made this folder (one H200 each; `bash run.sh N`
+# ran stage N), from the repository root with carry ["carry-bin", ".deps"]:
+# carry-bin/all.txz packed here by
+#   tar cPf - <paths below> | xz -T1 --lzma2=preset=6,dict=64MiB > carry-bin/all.txz
+# /tmp/b-full the change's build (tests, filter_bench, the trace library),
+# /tmp/b-base/bench/filter_bench the parent commit's with this folder's
+# --methods, /tmp/b-mut/tests/test_gpu_filter a mutant's.  Stage 1: the
+# draw taking two groups a tile (sweep.patch; mutant: the second group's
+# blocks pushed into the first's records); stage 2: /tmp/b-sweep that build,
+# /tmp/b-full with W asked of L2 ahead too (prefetch.patch); stage 3: the
+# ring (cp.async) as committed, mutant_ring_swizzle.patch.
+set -u
+source bench/tools/device_env.sh
+( sleep 575; tar czf "$OUT/out.tgz" -C "$O" . ) &
+F=$B/bench/filter_bench FB=/tmp/b-base/bench/filter_bench
+NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+export LD_LIBRARY_PATH=/tmp/fs_deps/usr/lib/x86_64-linux-gnu:$LD_LIBRARY_PATH
+run() { # NAME SECONDS [VAR=VALUE ...] COMMAND...: output and status in $O/NAME.txt
+  local name=$1 secs=$2
+  shift 2
+  timeout "$secs" env "$@" > "$O/$name.txt" 2>&1; echo "rc=$?" >> "$O/$name.txt"
+}
+# one launch of the filtered merge kernel (resolve + second pass) under ncu
+ncu_merge() { # NAME ARGS...
+  local name=$1
+  shift
+  mkdir -p "$O/ncu"
+  timeout 150 "$NCU" --kernel-name-base mangled -k regex:'fs_filter_merge_kernelILb0E' \
+    --launch-skip 2 -c 1 --clock-control none --import-source no \
+    --section SpeedOfLight --section MemoryWorkloadAnalysis --section SchedulerStats \
+    --section WarpStateStats --section SourceCounters --section LaunchStats --section Occupancy \
+    -f -o "/tmp/$name" "$F" "$@" > "$O/ncu/$name.log" 2>&1
+  "$NCU" -i "/tmp/$name.ncu-rep" --page details --csv > "$O/ncu/$name.details.csv" 2>&1
+  "$NCU" -i "/tmp/$name.ncu-rep" --page source --csv --print-source sass 2>/dev/null |
+    gzip > "$O/ncu/$name.source.csv.gz"
+}
+case "${1:-1}" in
+1)
+# (a) the GPU tests the second pass runs in
+for t in test_gpu_filter test_gpu_tree test_gpu_rows_lists test_gpu_realistic test_gpu_bad_input; do
+  run "$t" 200 "$B/tests/$t"
+done
+FS_GPU_TEST_SMALL=1 san memcheck memcheck_filter.txt 200 "$B/tests/test_gpu_filter"
+el tests
+# (b) the mutant must fail test_gpu_filter
+run mutant_sweep_record 200 /tmp/b-mut/tests/test_gpu_filter
+el mutant
+# (c) base and new filter_bench alternated, twice each: flat and moderate
+# rows, whose top-p 0.9 takes the second pass
+a="--shapes 151936x4096 --rows 1,16,64,128 --logits 0,2 --methods p0.9,all,k200 --rounds 2 --reps 5"
+for r in 1 2; do
+  run "fb_base_$r" 150 $FB $a
+  run "fb_new_$r" 150 $F $a
+done
+el ab
+# (d) the merge kernel under ncu: flat rows, top-p 0.9 (every row handed over)
+for rows in 1 64; do
+  ncu_merge "merge_flat_p_${rows}" --shapes 151936x4096 --rows "$rows" --logits 0 \
+    --methods p0.9 --rounds 1 --reps 3
+done
+el ncu
+;;
+2)
+for t in test_gpu_filter test_gpu_tree; do
+  run "$t" 200 "$B/tests/$t"
+done
+el tests
+# (a) base, the groups' sweep alone, and with W asked of L2 ahead, alternated
+a="--shapes 151936x4096 --rows 1,16,64,128 --logits 1,0,2 --methods p0.9,all,k200 --rounds 2 --reps 5"
+for r in 1 2 3; do
+  run "fb_base_$r" 150 $FB $a
+  run "fb_sweep_$r" 150 /tmp/b-sweep/bench/filter_bench $a
+  run "fb_new_$r" 150 $F $a
+done
+el ab
+for rows in 1 64; do
+  ncu_merge "merge_flat_p_${rows}" --shapes 151936x4096 --rows "$rows" --logits 0 \
+    --methods p0.9 --rounds 1 --reps 3
+done
+mkdir -p /tmp/cub && (cd /tmp/cub && cuobjdump -xelf all $F > /dev/null 2>&1)
+c=$(grep -l 'fs_filter_merge_kernelILb0E' /tmp/cub/*.cubin | head -1)
+nvdisasm -g -c "$c" 2>/dev/null | xz -6 > "$O/ncu/merge.sass.xz"
+el ncu
+;;
+3)
+for t in test_gpu_filter test_gpu_tree test_gpu_rows_lists test_gpu_realistic test_gpu_bad_input; do
+  run "$t" 200 "$B/tests/$t"
+done
+FS_GPU_TEST_SMALL=1 san memcheck memcheck_filter.txt 200 "$B/tests/test_gpu_filter"
+FS_GPU_TEST_SMALL=1 san racecheck racecheck_filter.txt 150 "$B/tests/test_gpu_filter"
+el tests
+run mutant_ring_swizzle 200 /tmp/b-mut/tests/test_gpu_filter
+el mutant
+a="--shapes 151936x4096,128256x8192 --rows 1,16,64,128 --logits 1,0,2 --methods p0.9,all,k200 --rounds 2 --reps 5"
+for r in 1 2 3; do
+  run "fb_base_$r" 150 $FB $a
+  run "fb_new_$r" 150 $F $a
+done
+el ab
+for rows in 1 64; do
+  ncu_merge "merge_flat_p_${rows}" --shapes 151936x4096 --rows "$rows" --logits 0 \
+    --methods p0.9 --rounds 1 --reps 3
+done
+mkdir -p /tmp/cub && (cd /tmp/cub && cuobjdump -xelf all $F > /dev/null 2>&1)
+c=$(grep -l 'fs_filter_merge_kernelILb0E' /tmp/cub/*.cubin | head -1)
+nvdisasm -g -c "$c" 2>/dev/null | xz -6 > "$O/ncu/merge.sass.xz"
+el ncu
+;;
+esac
+tar czf "$OUT/out.tgz" -C "$O" .
