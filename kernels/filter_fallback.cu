@@ -277,7 +277,11 @@ template <bool BF16, int NT>
 __device__ __forceinline__ void mma_tile_direct(Smem &sm, const fs_fallback_src &src,
                                          const fs_fallback_row *fb, int64_t V, int64_t v0)
 {
-    constexpr int U = NT >= 2 ? 2 : 4;
+    /* Six steps (6 KB of W a warp) in flight: the pass is latency-bound on
+       these loads (2.6 TB/s on an H200 with four); six took 1.7-2.3% off
+       the calls it serves, eight less (bench/results/2026-12-01-h200-
+       second-pass/, call 4).  Steps past D load zeros. */
+    constexpr int U = NT >= 2 ? 2 : 6;
     const int lane = threadIdx.x & 31;
     const int g = lane >> 2, q = lane & 3;
     const int64_t D = src.D;
