@@ -9,7 +9,10 @@
 # draw taking two groups a tile (sweep.patch; mutant: the second group's
 # blocks pushed into the first's records); stage 2: /tmp/b-sweep that build,
 # /tmp/b-full with W asked of L2 ahead too (prefetch.patch); stage 3: the
-# ring (cp.async) as committed, mutant_ring_swizzle.patch.
+# ring (cp.async), ring.patch, and mutant_ring_swizzle.patch; stage 4:
+# /tmp/b-u6 and /tmp/b-u8 the direct path (up to 8 rows handed over) with
+# 6 or 8 steps of loads a warp in flight instead of 4 (`U`); stage 5:
+# /tmp/b-full with six, as committed.
 set -u
 source bench/tools/device_env.sh
 ( sleep 575; tar czf "$OUT/out.tgz" -C "$O" . ) &
@@ -106,6 +109,31 @@ mkdir -p /tmp/cub && (cd /tmp/cub && cuobjdump -xelf all $F > /dev/null 2>&1)
 c=$(grep -l 'fs_filter_merge_kernelILb0E' /tmp/cub/*.cubin | head -1)
 nvdisasm -g -c "$c" 2>/dev/null | xz -6 > "$O/ncu/merge.sass.xz"
 el ncu
+;;
+4)
+a="--shapes 151936x4096,128256x8192 --rows 1,4,8,16 --logits 0,2 --methods p0.9,all --rounds 2 --reps 5"
+for r in 1 2 3; do
+  run "fb_base_$r" 150 $FB $a
+  run "fb_u6_$r" 150 /tmp/b-u6/bench/filter_bench $a
+  run "fb_u8_$r" 150 /tmp/b-u8/bench/filter_bench $a
+done
+el ab
+;;
+5)
+for t in test_gpu_filter test_gpu_tree test_gpu_rows_lists test_gpu_bad_input; do
+  run "$t" 200 "$B/tests/$t"
+done
+FS_GPU_TEST_SMALL=1 san memcheck memcheck_filter.txt 200 "$B/tests/test_gpu_filter"
+el tests
+p="--shapes 151936x4096,128256x8192 --rows 1,16,64 --logits 1 --methods k50,p0.9,minp0.05,all,k200,verify-all --rounds 2 --reps 5"
+f="--shapes 151936x4096,128256x8192 --rows 1,8,64 --logits 0,2 --methods p0.9,k200 --rounds 2 --reps 5"
+for r in 1 2 3; do
+  run "fb_base_$r" 150 $FB $p
+  run "fb_new_$r" 150 $F $p
+  run "fbf_base_$r" 150 $FB $f
+  run "fbf_new_$r" 150 $F $f
+done
+el ab
 ;;
 esac
 tar czf "$OUT/out.tgz" -C "$O" .
