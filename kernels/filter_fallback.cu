@@ -46,9 +46,16 @@ constexpr int KC = 32;               /* D per staged chunk */
 constexpr int WP = KC + 1;           /* staged W row pitch: conflict-free column reads */
 constexpr int SP = TILE + 1;         /* score row pitch */
 static_assert(TILE % 32 == 0 && THREADS % TILE == 0, "hist_pass: a warp's tokens share a row");
-constexpr int HK = 64;              /* k per staged chunk of H (mma path) */
-constexpr int HP = HK + 32;         /* its slot pitch in halves: 192 bytes, conflict-free 16-byte reads */
-static_assert(GROUP * (HK / 8) == THREADS, "mma_tile: a 16-byte copy of H per thread");
+/* k per staged chunk of H (mma path): a chunk's W loads are a warp's loads
+ * in flight, HK / 32 steps of 1 KB.  128 against 64 took 2.5-4.8% off the
+ * calls whose second pass takes 9 or more rows and cost those that take up
+ * to 8 (the direct path, whose code did not change: the kernel's registers
+ * did) 0.5-0.8% (bench/results/2026-12-01-h200-second-pass/, call 6). */
+constexpr int HK = 128;
+constexpr int HP = HK + 32;         /* its slot pitch in halves: 320 bytes, conflict-free 16-byte reads */
+constexpr int HCOPIES = GROUP * (HK / 8) / THREADS; /* 16-byte copies of H a thread a chunk */
+static_assert(GROUP * (HK / 8) % THREADS == 0 && THREADS % (HK / 8) == 0,
+              "mma_tile_staged: whole copies, one part of the slots' rows a thread");
 constexpr int LAST_BUCKETS = 1024; /* fs_select_digits(FS_SELECT_LEVELS - 1): the last level's */
 constexpr int BAND_SHIFT = 10;     /* fs_select_shift(FS_SELECT_LEVELS - 2): its band's key bits */
 static_assert(FS_FB_DEFER_CAP <= THREADS, "defer_finish: a thread per deferred block");
@@ -323,8 +330,9 @@ __device__ __forceinline__ void mma_tile_direct(Smem &sm, const fs_fallback_src 
 
 /* mma_tile_direct with H read from shared memory: the same fragments and
  * k permutation (W still straight from global memory), H staged per block,
- * HK of k at a time, double-buffered with cp.async (a chunk's W loads are
- * issued before the wait for its H).  Read by every warp from global
+ * HK of k at a time, double-buffered with cp.async (a chunk's W loads --
+ * HK / 32 steps, 4 KB a warp, in flight -- are issued before the wait for
+ * its H).  Read by every warp from global
  * memory, H was 2x the weight stream in L2 traffic at 32 slots and its
  * fragments held registers: top-p 0.9 on 64 flat rows of 151936 x 4096
  * went 4.33 -> 2.99 ms a call; with one n-tile the direct loads stay 1.6%
@@ -341,16 +349,28 @@ __device__ __forceinline__ void mma_tile_staged(Smem &sm, const fs_fallback_src 
     const int64_t D = src.D;
     const uint16_t *H = static_cast<const uint16_t *>(src.hidden);
     const WRows wr = w_rows(src, V, v0);
-    /* H staging: thread tid copies 16 bytes (8 halves, part hp) of slot hs */
-    const int hs = tid / (HK / 8), hp = tid % (HK / 8);
-    const int hfi = hs < 8 * NT ? sm.rows[hs] : -1;
-    const uint16_t *h_src = H + (hfi >= 0 ? fb[hfi].row : 0) * D + 8 * hp;
+    /* H staging: thread tid copies 16 bytes (8 halves, part hp) of slots
+       hs0 + i SLOTS_A (i < HCOPIES) */
+    constexpr int SLOTS_A = THREADS / (HK / 8);
+    const int hs0 = tid / (HK / 8), hp = tid % (HK / 8);
+    const uint16_t *h_src[HCOPIES];
+    bool h_ok[HCOPIES];
+#pragma unroll
+    for (int i = 0; i < HCOPIES; ++i) {
+        const int hs = hs0 + i * SLOTS_A;
+        const int hfi = hs < 8 * NT ? sm.rows[hs] : -1;
+        h_ok[i] = hfi >= 0;
+        h_src[i] = H + (hfi >= 0 ? fb[hfi].row : 0) * D + 8 * hp;
+    }
     const int64_t chunks = (D + HK - 1) / HK;
     auto stage_h = [&](int64_t c) {
         const int64_t k = c * HK + 8 * hp; /* D % 8 == 0: 8 halves all in or all out */
-        const bool in = hfi >= 0 && k < D;
-        fs_cp_async16(fs_smem_addr(&sm.u.h[c & 1][hs][8 * hp]), in ? h_src + c * HK : H,
-                      in ? 16 : 0);
+#pragma unroll
+        for (int i = 0; i < HCOPIES; ++i) {
+            const bool in = h_ok[i] && k < D;
+            fs_cp_async16(fs_smem_addr(&sm.u.h[c & 1][hs0 + i * SLOTS_A][8 * hp]),
+                          in ? h_src[i] + c * HK : H, in ? 16 : 0);
+        }
         fs_cp_async_commit();
     };
     float acc[NT][4];
