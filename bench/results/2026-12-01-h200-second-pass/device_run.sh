@@ -12,7 +12,8 @@
 # ring (cp.async), ring.patch, and mutant_ring_swizzle.patch; stage 4:
 # /tmp/b-u6 and /tmp/b-u8 the direct path (up to 8 rows handed over) with
 # 6 or 8 steps of loads a warp in flight instead of 4 (`U`); stage 5:
-# /tmp/b-full with six, as committed.
+# /tmp/b-full with six, as committed; stage 6: /tmp/b-u6 the build with six,
+# /tmp/b-full the staged path (9-32 rows handed over) in 128-k chunks.
 set -u
 source bench/tools/device_env.sh
 ( sleep 575; tar czf "$OUT/out.tgz" -C "$O" . ) &
@@ -131,6 +132,22 @@ for r in 1 2 3; do
   run "fb_base_$r" 150 $FB $p
   run "fb_new_$r" 150 $F $p
   run "fbf_base_$r" 150 $FB $f
+  run "fbf_new_$r" 150 $F $f
+done
+el ab
+;;
+6)
+for t in test_gpu_filter test_gpu_tree test_gpu_rows_lists; do
+  run "$t" 200 "$B/tests/$t"
+done
+el tests
+U6=/tmp/b-u6/bench/filter_bench
+p="--shapes 151936x4096,128256x8192 --rows 1,16,64 --logits 1 --methods k50,p0.9,all,k200,verify-all --rounds 2 --reps 5"
+f="--shapes 151936x4096,128256x8192 --rows 1,16,64,128 --logits 0,2 --methods p0.9,k200 --rounds 2 --reps 5"
+for r in 1 2 3; do
+  run "fb_base_$r" 150 $U6 $p
+  run "fb_new_$r" 150 $F $p
+  run "fbf_base_$r" 150 $U6 $f
   run "fbf_new_$r" 150 $F $f
 done
 el ab
