@@ -48,9 +48,8 @@ constexpr int SP = TILE + 1;         /* score row pitch */
 static_assert(TILE % 32 == 0 && THREADS % TILE == 0, "hist_pass: a warp's tokens share a row");
 /* k per staged chunk of H (mma path): a chunk's W loads are a warp's loads
  * in flight, HK / 32 steps of 1 KB.  128 against 64 took 2.5-4.8% off the
- * calls whose second pass takes 9 or more rows and cost those that take up
- * to 8 (the direct path, whose code did not change: the kernel's registers
- * did) 0.5-0.8% (bench/results/2026-12-01-h200-second-pass/, call 6). */
+ * calls whose second pass takes 9 or more rows on an H200
+ * (bench/results/2026-12-01-h200-second-pass/, call 6). */
 constexpr int HK = 128;
 constexpr int HP = HK + 32;         /* its slot pitch in halves: 320 bytes, conflict-free 16-byte reads */
 constexpr int HCOPIES = GROUP * (HK / 8) / THREADS; /* 16-byte copies of H a thread a chunk */
@@ -268,77 +267,24 @@ __device__ __forceinline__ void store_acc(Smem &sm, const float (&acc)[NT][4])
 
 /* Raw logits of the tile's tokens for the group's first 8 * NT slots into
  * sm.sc, on tensor cores.  Warp w takes tokens v0 + 16 w .. + 15 (the MMA's
- * M) against the slots' hidden states (N), K in steps of 32 loaded from
- * global memory straight into the fragments: lane (g, q) loads 16 bytes --
- * k 8q .. 8q + 7 of the step -- of tokens g and g + 8 and of slot g of every
- * n-tile.  The MMAs' k slots are thus a permutation of the step's k (the
- * same for W and H, so the dot product is unchanged), and a warp's loads are
- * whole 64-byte row segments with no shared memory and no barrier: a warp
- * runs at its own pace, U steps of loads in flight.  A one-row pass over
- * 151936 x 4096 takes ~0.5 ms (the weight stream: 0.42) where the fp32 loop
- * took ~1.4 ms, latency-bound on its staged loads and barriers (H100).
- * mma_tile_slots takes it for up to 8 slots (one n-tile), where every warp
- * reading H is cheap; more slots take mma_tile_staged.  Empty slots load
- * zeros (their columns are never read). */
-template <bool BF16, int NT>
-__device__ __forceinline__ void mma_tile_direct(Smem &sm, const fs_fallback_src &src,
-                                         const fs_fallback_row *fb, int64_t V, int64_t v0)
-{
-    /* Six steps (6 KB of W a warp) in flight: the pass is latency-bound on
-       these loads (2.6 TB/s on an H200 with four); six took 1.7-2.3% off
-       the calls it serves, eight less (bench/results/2026-12-01-h200-
-       second-pass/, call 4).  Steps past D load zeros. */
-    constexpr int U = NT >= 2 ? 2 : 6;
-    const int lane = threadIdx.x & 31;
-    const int g = lane >> 2, q = lane & 3;
-    const int64_t D = src.D;
-    const uint16_t *H = static_cast<const uint16_t *>(src.hidden);
-    const WRows wr = w_rows(src, V, v0);
-    const uint16_t *h_row[NT];
-    bool h_ok[NT];
-#pragma unroll
-    for (int j = 0; j < NT; ++j) {
-        const int fi = sm.rows[8 * j + g];
-        h_ok[j] = fi >= 0;
-        h_row[j] = H + (fi >= 0 ? fb[fi].row : 0) * D + 8 * q;
-    }
-    float acc[NT][4];
-#pragma unroll
-    for (int j = 0; j < NT; ++j)
-        acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
-    const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
-    for (int64_t k0 = 0; k0 < D; k0 += 32 * U) {
-        uint4 a[U][2], b[U][NT];
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-            const int64_t k = k0 + 32 * u;
-            load_w_step(a[u], wr, k, D);
-            const bool kin = k + 8 * q < D;
-#pragma unroll
-            for (int j = 0; j < NT; ++j)
-                b[u][j] = kin && h_ok[j] ? __ldg(reinterpret_cast<const uint4 *>(h_row[j] + k))
-                                         : zero;
-        }
-#pragma unroll
-        for (int u = 0; u < U; ++u)
-#pragma unroll
-            for (int j = 0; j < NT; ++j)
-                mma_step<BF16>(acc[j], a[u], b[u][j]);
-    }
-    store_acc<NT>(sm, acc);
-}
-
-/* mma_tile_direct with H read from shared memory: the same fragments and
- * k permutation (W still straight from global memory), H staged per block,
- * HK of k at a time, double-buffered with cp.async (a chunk's W loads --
- * HK / 32 steps, 4 KB a warp, in flight -- are issued before the wait for
- * its H).  Read by every warp from global
- * memory, H was 2x the weight stream in L2 traffic at 32 slots and its
- * fragments held registers: top-p 0.9 on 64 flat rows of 151936 x 4096
- * went 4.33 -> 2.99 ms a call; with one n-tile the direct loads stay 1.6%
- * faster (H100).  Both compute a slot's dot product with the same MMA
- * sequence, so a row's scores do not depend on the path or its group;
- * empty slots are zero-filled. */
+ * M) against the slots' hidden states (N), K in steps of 32: lane (g, q)
+ * holds 16 bytes -- k 8q .. 8q + 7 of the step -- of tokens g and g + 8,
+ * loaded from global memory straight into the fragments (whole 64-byte row
+ * segments a warp, no shared memory), and of slot g of every n-tile, read
+ * from H staged per block, HK of k at a time, double-buffered with cp.async
+ * (a chunk's W loads, HK / 32 steps of 1 KB a warp in flight, are issued
+ * before the wait for its H).  The MMAs' k slots are thus a permutation of
+ * the step's k (the same for W and H, so the dot product is unchanged), and
+ * a slot's dot product is the same MMA sequence whatever the group and its
+ * size, so a row's scores do not depend on them.  Read by every warp from
+ * global memory, H was 2x the weight stream in L2 traffic at 32 slots and
+ * its fragments held registers: top-p 0.9 on 64 flat rows of 151936 x 4096
+ * went 4.33 -> 2.99 ms a call (H100).  One n-tile (up to 8 slots) had its
+ * own path, H's fragments loaded by every warp too and six steps of W's
+ * loads in flight: 1.6% faster than staging on an H100 with 64-k chunks,
+ * 0.3-1.1% slower on an H200 against 128-k chunks
+ * (bench/results/2026-12-01-h200-second-pass/, call 7), so every slot
+ * count takes this one.  Empty slots are zero-filled. */
 template <bool BF16, int NT>
 __device__ __forceinline__ void mma_tile_staged(Smem &sm, const fs_fallback_src &src,
                                          const fs_fallback_row *fb, int64_t V, int64_t v0)
@@ -408,7 +354,7 @@ __device__ __forceinline__ void mma_tile_slots(Smem &sm, const fs_fallback_src &
                                                int active)
 {
     if (active <= 8)
-        mma_tile_direct<BF16, 1>(sm, src, fb, V, v0);
+        mma_tile_staged<BF16, 1>(sm, src, fb, V, v0);
     else if (active <= 16)
         mma_tile_staged<BF16, 2>(sm, src, fb, V, v0);
     else
