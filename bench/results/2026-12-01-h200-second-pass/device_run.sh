@@ -13,7 +13,11 @@
 # /tmp/b-u6 and /tmp/b-u8 the direct path (up to 8 rows handed over) with
 # 6 or 8 steps of loads a warp in flight instead of 4 (`U`); stage 5:
 # /tmp/b-full with six, as committed; stage 6: /tmp/b-u6 the build with six,
-# /tmp/b-full the staged path (9-32 rows handed over) in 128-k chunks.
+# /tmp/b-full the staged path (9-32 rows handed over) in 128-k chunks;
+# stage 7: /tmp/b-hk that build, /tmp/b-st1 with up to 8 rows on the
+# staged path too (staged_one.patch); stage 8: every GPU test at the
+# session's last build (carry_pack.sh /tmp/b-full /tmp/b-base), and its
+# filter_bench against the parent commit's kernels.
 set -u
 source bench/tools/device_env.sh
 ( sleep 575; tar czf "$OUT/out.tgz" -C "$O" . ) &
@@ -148,6 +152,27 @@ for r in 1 2 3; do
   run "fb_base_$r" 150 $U6 $p
   run "fb_new_$r" 150 $F $p
   run "fbf_base_$r" 150 $U6 $f
+  run "fbf_new_$r" 150 $F $f
+done
+el ab
+;;
+7)
+f="--shapes 151936x4096,128256x8192 --rows 1,4,8,16 --logits 0,2 --methods p0.9,all --rounds 2 --reps 5"
+for r in 1 2 3; do
+  run "fb_base_$r" 150 /tmp/b-hk/bench/filter_bench $f
+  run "fb_new_$r" 150 /tmp/b-st1/bench/filter_bench $f
+done
+el ab
+;;
+8)
+(cd $B && timeout 450 ctest -L gpu -j4 --output-on-failure > $O/ctest_gpu.txt 2>&1; echo "rc=$?" >> $O/ctest_gpu.txt)
+el ctest
+p="--shapes 151936x4096,128256x8192 --rows 1,16,64 --logits 1 --methods k50,p0.9,minp0.05,all,k200,verify-all --rounds 2 --reps 5"
+f="--shapes 151936x4096,128256x8192 --rows 1,8,16,64,128 --logits 0,2 --methods p0.9,k200 --rounds 2 --reps 5"
+for r in 1 2; do
+  run "fb_base_$r" 150 $FB $p
+  run "fb_new_$r" 150 $F $p
+  run "fbf_base_$r" 150 $FB $f
   run "fbf_new_$r" 150 $F $f
 done
 el ab
