@@ -17,7 +17,9 @@
 # stage 7: /tmp/b-hk that build, /tmp/b-st1 with up to 8 rows on the
 # staged path too (staged_one.patch); stage 8: every GPU test at the
 # session's last build (carry_pack.sh /tmp/b-full /tmp/b-base), and its
-# filter_bench against the parent commit's kernels.
+# filter_bench against the parent commit's kernels; stage 9: /tmp/b-prev
+# that build, /tmp/b-full with the histograms' per-bucket sums by redux
+# (redux.patch).
 set -u
 source bench/tools/device_env.sh
 ( sleep 575; tar czf "$OUT/out.tgz" -C "$O" . ) &
@@ -174,6 +176,18 @@ for r in 1 2; do
   run "fb_new_$r" 150 $F $p
   run "fbf_base_$r" 150 $FB $f
   run "fbf_new_$r" 150 $F $f
+done
+el ab
+;;
+9)
+for t in test_gpu_filter test_gpu_tree; do
+  run "$t" 200 "$B/tests/$t"
+done
+el tests
+f="--shapes 151936x4096,128256x8192 --rows 1,16,64,128 --logits 0,2 --methods p0.9,all,k200 --rounds 2 --reps 5"
+for r in 1 2 3; do
+  run "fb_base_$r" 150 /tmp/b-prev/bench/filter_bench $f
+  run "fb_new_$r" 150 $F $f
 done
 el ab
 ;;
